@@ -1,0 +1,85 @@
+package outbox
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// State is where an action is in its lifecycle (DESIGN.md §3). The string
+// values are part of the public contract.
+type State string
+
+// The states of an action.
+const (
+	StatePROPOSED  State = "PROPOSED"
+	StateADMITTED  State = "ADMITTED"
+	StateEXECUTING State = "EXECUTING"
+	StateDONE      State = "DONE"
+	StateUNCERTAIN State = "UNCERTAIN"
+	StateFAILED    State = "FAILED"
+	StateCANCELLED State = "CANCELLED"
+)
+
+// Ended reports whether s is a terminal state.
+func (s State) Ended() bool {
+	switch s {
+	case StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the seven states.
+func (s State) Valid() bool {
+	switch s {
+	case StatePROPOSED, StateADMITTED, StateEXECUTING, StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED:
+		return true
+	}
+	return false
+}
+
+// StopReason says why an action ended. The string values are part of the
+// public contract.
+type StopReason string
+
+// Stop reasons. Adapters may add their own (upper snake case).
+const (
+	StopDone                 StopReason = "DONE"
+	StopFailed               StopReason = "FAILED"
+	StopUncertain            StopReason = "UNCERTAIN"
+	StopCancelled            StopReason = "CANCELLED"
+	StopExpired              StopReason = "EXPIRED"
+	StopAttemptsExhausted    StopReason = "ATTEMPTS_EXHAUSTED"
+	StopLeaseLostAfterWrite  StopReason = "LEASE_LOST_AFTER_WRITE"
+	StopAbsent               StopReason = "ABSENT"
+	StopDestinationForbidden StopReason = "DESTINATION_FORBIDDEN"
+	StopRejected             StopReason = "REJECTED"
+	StopGone                 StopReason = "GONE"
+)
+
+// Action is one effect on the outside world: the unit of delivery.
+type Action struct {
+	ID             string          // "<partition>-<seq>" style id, unique in the table
+	Kind           string          // selects the adapter
+	Variant        string          // the payload variant the adapter decoded ("" for single-shape kinds)
+	WorkspaceID    string          // tenant; empty only for instance-level kinds
+	LaneKey        string          // actions of one lane run one at a time, in enqueue order
+	IdempotencyKey string          // a second enqueue with the same (workspace, key) returns this action
+	SubjectID      string          // whose data this is, for erasure
+	State          State           //
+	Attempt        int             // attempts started so far
+	MaxAttempts    int             //
+	Epoch          int64           // rises by one on every claim
+	StopReason     StopReason      // set once ended
+	ReadbackRef    string          // provider reference of the effect, once known
+	Payload        json.RawMessage // absent once ended
+	Partition      int             //
+	Seq            int64           //
+	PrevSeq        int64           // the lane predecessor's seq, 0 when none
+	CreatedAt      time.Time       //
+	NextAttemptAt  time.Time       // when it is next due (ADMITTED)
+	LeaseExpiresAt time.Time       // end of the current claim (EXECUTING)
+	WriteStartedAt time.Time       // the write fence; zero when not set
+	ExpiresAt      time.Time       // zero when it never expires
+	EndedAt        time.Time       // zero until ended
+}
