@@ -1,0 +1,227 @@
+package fnconfig
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The environment variables the functions read.
+const (
+	EnvTable           = "FERRY_TABLE"
+	EnvPartitions      = "FERRY_PARTITIONS"
+	EnvLease           = "FERRY_LEASE"
+	EnvWriteMargin     = "FERRY_WRITE_MARGIN"
+	EnvLogLevel        = "LOG_LEVEL"
+	EnvWorkspaceClaim  = "FERRY_WORKSPACE_CLAIM"
+	EnvIAMWorkspaces   = "FERRY_IAM_WORKSPACES"
+	EnvMaxBody         = "FERRY_MAX_BODY"
+	EnvMaxPayload      = "FERRY_MAX_PAYLOAD"
+	DefaultPartitions  = 16
+	DefaultLease       = 5 * time.Minute
+	DefaultWriteMargin = 60 * time.Second
+	// DefaultWorkspaceClaim is the JWT claim that lists a principal's
+	// workspaces when FERRY_WORKSPACE_CLAIM is unset.
+	DefaultWorkspaceClaim = "ferry_workspaces"
+	// DefaultMaxBody is the largest request body the HTTP API reads (bytes).
+	DefaultMaxBody = 256 * 1024
+	// DefaultMaxPayload is the largest action payload (bytes): an action
+	// must fit a 400 KB DynamoDB item with room for its other attributes.
+	DefaultMaxPayload = 200 * 1024
+	// MaxPartitions bounds FERRY_PARTITIONS: a sweep visits every partition.
+	MaxPartitions = 1024
+)
+
+// Config is the configuration every function shares. Its fields mirror the
+// engine's outbox.Config fields of the same names; zero values never leave
+// Load (defaults are applied).
+type Config struct {
+	Table       string        // FERRY_TABLE, required
+	Partitions  int           // FERRY_PARTITIONS, default 16
+	Lease       time.Duration // FERRY_LEASE, default 5m
+	WriteMargin time.Duration // FERRY_WRITE_MARGIN, default 60s, below Lease
+	LogLevel    slog.Level    // LOG_LEVEL, default info
+}
+
+// EnvError says which environment variable is missing or invalid.
+type EnvError struct {
+	Var    string // the variable's name
+	Value  string // what it held ("" when unset)
+	Reason string
+}
+
+func (e *EnvError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("environment variable %s: %s", e.Var, e.Reason)
+	}
+	return fmt.Sprintf("environment variable %s=%q: %s", e.Var, e.Value, e.Reason)
+}
+
+// Load reads the shared configuration through getenv (os.Getenv in a
+// function's main). It returns an *EnvError (possibly several joined) naming
+// each variable that is missing or invalid.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		Table:       strings.TrimSpace(getenv(EnvTable)),
+		Partitions:  DefaultPartitions,
+		Lease:       DefaultLease,
+		WriteMargin: DefaultWriteMargin,
+		LogLevel:    slog.LevelInfo,
+	}
+	var errs []error
+	if c.Table == "" {
+		errs = append(errs, &EnvError{Var: EnvTable, Reason: "required (the DynamoDB table name)"})
+	}
+	if v := getenv(EnvPartitions); v != "" {
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil:
+			errs = append(errs, &EnvError{Var: EnvPartitions, Value: v, Reason: "not an integer"})
+		case n < 1 || n > MaxPartitions:
+			errs = append(errs, &EnvError{Var: EnvPartitions, Value: v, Reason: fmt.Sprintf("must be between 1 and %d", MaxPartitions)})
+		default:
+			c.Partitions = n
+		}
+	}
+	leaseOK, marginOK := true, true
+	if v := getenv(EnvLease); v != "" {
+		d, err := parsePositiveDuration(v)
+		if err != nil {
+			errs = append(errs, &EnvError{Var: EnvLease, Value: v, Reason: err.Error()})
+			leaseOK = false
+		} else {
+			c.Lease = d
+		}
+	}
+	if v := getenv(EnvWriteMargin); v != "" {
+		d, err := parsePositiveDuration(v)
+		if err != nil {
+			errs = append(errs, &EnvError{Var: EnvWriteMargin, Value: v, Reason: err.Error()})
+			marginOK = false
+		} else {
+			c.WriteMargin = d
+		}
+	}
+	if leaseOK && marginOK && c.WriteMargin >= c.Lease {
+		errs = append(errs, &EnvError{Var: EnvWriteMargin, Value: c.WriteMargin.String(),
+			Reason: fmt.Sprintf("must be shorter than %s (%s)", EnvLease, c.Lease)})
+	}
+	if v := getenv(EnvLogLevel); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
+			errs = append(errs, &EnvError{Var: EnvLogLevel, Value: v, Reason: "must be debug, info, warn or error"})
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+func parsePositiveDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return 0, errors.New("not a duration (e.g. 5m, 60s)")
+	}
+	if d <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	return d, nil
+}
+
+// Enqueue is the enqueue function's own configuration: how the authorizer's
+// principal maps to workspaces, and the request size caps.
+type Enqueue struct {
+	// WorkspaceClaim names the JWT claim listing the principal's workspaces
+	// (space-separated).
+	WorkspaceClaim string
+	// IAMWorkspaces maps an IAM principal ARN to its workspaces. Nil when
+	// FERRY_IAM_WORKSPACES is unset.
+	IAMWorkspaces map[string][]string
+	MaxBody       int // FERRY_MAX_BODY, bytes, default 256 KiB
+	MaxPayload    int // FERRY_MAX_PAYLOAD, bytes, default 200 KiB
+}
+
+// LoadEnqueue reads the enqueue function's configuration through getenv,
+// returning an *EnvError (possibly several joined) naming each invalid
+// variable.
+func LoadEnqueue(getenv func(string) string) (Enqueue, error) {
+	e := Enqueue{
+		WorkspaceClaim: DefaultWorkspaceClaim,
+		MaxBody:        DefaultMaxBody,
+		MaxPayload:     DefaultMaxPayload,
+	}
+	var errs []error
+	if v := getenv(EnvWorkspaceClaim); v != "" {
+		v = strings.TrimSpace(v)
+		if v == "" || strings.ContainsAny(v, " \t\r\n") {
+			errs = append(errs, &EnvError{Var: EnvWorkspaceClaim, Value: v, Reason: "must be one claim name without spaces"})
+		} else {
+			e.WorkspaceClaim = v
+		}
+	}
+	if v := getenv(EnvIAMWorkspaces); v != "" {
+		m, err := parseIAMWorkspaces(v)
+		if err != nil {
+			// The value may be long; name the variable, not the whole value.
+			errs = append(errs, &EnvError{Var: EnvIAMWorkspaces, Reason: err.Error()})
+		} else {
+			e.IAMWorkspaces = m
+		}
+	}
+	for _, s := range []struct {
+		name string
+		dst  *int
+	}{{EnvMaxBody, &e.MaxBody}, {EnvMaxPayload, &e.MaxPayload}} {
+		v := getenv(s.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1024 || n > 6*1024*1024 {
+			errs = append(errs, &EnvError{Var: s.name, Value: v, Reason: "must be a byte count between 1024 and 6291456"})
+			continue
+		}
+		*s.dst = n
+	}
+	if len(errs) == 0 && e.MaxPayload > e.MaxBody {
+		errs = append(errs, &EnvError{Var: EnvMaxPayload, Value: strconv.Itoa(e.MaxPayload),
+			Reason: fmt.Sprintf("must not exceed %s (%d)", EnvMaxBody, e.MaxBody)})
+	}
+	if len(errs) > 0 {
+		return Enqueue{}, errors.Join(errs...)
+	}
+	return e, nil
+}
+
+func parseIAMWorkspaces(v string) (map[string][]string, error) {
+	dec := json.NewDecoder(strings.NewReader(v))
+	var m map[string][]string
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("not a JSON object from principal ARN to a list of workspaces: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if m == nil {
+		return nil, errors.New("must be a JSON object, not null")
+	}
+	for arn, wss := range m {
+		if !strings.HasPrefix(arn, "arn:") {
+			return nil, fmt.Errorf("key %q is not an ARN", arn)
+		}
+		if len(wss) == 0 {
+			return nil, fmt.Errorf("principal %q has no workspaces", arn)
+		}
+		for _, ws := range wss {
+			if ws == "" || strings.ContainsAny(ws, " \t\r\n") {
+				return nil, fmt.Errorf("principal %q: workspace %q is empty or has spaces", arn, ws)
+			}
+		}
+	}
+	return m, nil
+}

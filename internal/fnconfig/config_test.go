@@ -1,0 +1,108 @@
+package fnconfig
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Defaults", func(t *testing.T) {
+		t.Parallel()
+		c, err := Load(env(map[string]string{EnvTable: "ferry"}))
+		require.NoError(t, err)
+		require.Equal(t, Config{Table: "ferry", Partitions: 16, Lease: 5 * time.Minute, WriteMargin: time.Minute, LogLevel: slog.LevelInfo}, c)
+	})
+
+	t.Run("Set", func(t *testing.T) {
+		t.Parallel()
+		c, err := Load(env(map[string]string{EnvTable: "t", EnvPartitions: "4", EnvLease: "2m", EnvWriteMargin: "30s", EnvLogLevel: "debug"}))
+		require.NoError(t, err)
+		require.Equal(t, Config{Table: "t", Partitions: 4, Lease: 2 * time.Minute, WriteMargin: 30 * time.Second, LogLevel: slog.LevelDebug}, c)
+	})
+
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		wantVar string
+	}{
+		{"MissingTable", map[string]string{}, EnvTable},
+		{"PartitionsNotInt", map[string]string{EnvTable: "t", EnvPartitions: "four"}, EnvPartitions},
+		{"PartitionsZero", map[string]string{EnvTable: "t", EnvPartitions: "0"}, EnvPartitions},
+		{"PartitionsTooMany", map[string]string{EnvTable: "t", EnvPartitions: "100000"}, EnvPartitions},
+		{"LeaseBad", map[string]string{EnvTable: "t", EnvLease: "5"}, EnvLease},
+		{"LeaseNegative", map[string]string{EnvTable: "t", EnvLease: "-1m"}, EnvLease},
+		{"MarginBad", map[string]string{EnvTable: "t", EnvWriteMargin: "soon"}, EnvWriteMargin},
+		{"MarginNotBelowLease", map[string]string{EnvTable: "t", EnvLease: "1m", EnvWriteMargin: "1m"}, EnvWriteMargin},
+		{"LogLevelBad", map[string]string{EnvTable: "t", EnvLogLevel: "loud"}, EnvLogLevel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(env(tc.env))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.wantVar)
+			var ee *EnvError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, tc.wantVar, ee.Var)
+		})
+	}
+}
+
+func TestLoadEnqueue(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Defaults", func(t *testing.T) {
+		t.Parallel()
+		e, err := LoadEnqueue(env(nil))
+		require.NoError(t, err)
+		require.Equal(t, Enqueue{WorkspaceClaim: "ferry_workspaces", MaxBody: 256 * 1024, MaxPayload: 200 * 1024}, e)
+	})
+
+	t.Run("Set", func(t *testing.T) {
+		t.Parallel()
+		e, err := LoadEnqueue(env(map[string]string{
+			EnvWorkspaceClaim: "tenants",
+			EnvIAMWorkspaces:  `{"arn:aws:iam::123456789012:role/app":["a","b"]}`,
+			EnvMaxBody:        "4096", EnvMaxPayload: "2048",
+		}))
+		require.NoError(t, err)
+		require.Equal(t, Enqueue{
+			WorkspaceClaim: "tenants",
+			IAMWorkspaces:  map[string][]string{"arn:aws:iam::123456789012:role/app": {"a", "b"}},
+			MaxBody:        4096, MaxPayload: 2048,
+		}, e)
+	})
+
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		wantVar string
+	}{
+		{"ClaimWithSpace", map[string]string{EnvWorkspaceClaim: "a b"}, EnvWorkspaceClaim},
+		{"IAMNotJSON", map[string]string{EnvIAMWorkspaces: "{"}, EnvIAMWorkspaces},
+		{"IAMTrailing", map[string]string{EnvIAMWorkspaces: `{} {}`}, EnvIAMWorkspaces},
+		{"IAMNull", map[string]string{EnvIAMWorkspaces: `null`}, EnvIAMWorkspaces},
+		{"IAMNotARN", map[string]string{EnvIAMWorkspaces: `{"role":["a"]}`}, EnvIAMWorkspaces},
+		{"IAMEmptyList", map[string]string{EnvIAMWorkspaces: `{"arn:aws:iam::1:role/x":[]}`}, EnvIAMWorkspaces},
+		{"IAMBadWorkspace", map[string]string{EnvIAMWorkspaces: `{"arn:aws:iam::1:role/x":[""]}`}, EnvIAMWorkspaces},
+		{"MaxBodyBad", map[string]string{EnvMaxBody: "big"}, EnvMaxBody},
+		{"PayloadOverBody", map[string]string{EnvMaxBody: "2048", EnvMaxPayload: "4096"}, EnvMaxPayload},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := LoadEnqueue(env(tc.env))
+			require.Error(t, err)
+			var ee *EnvError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, tc.wantVar, ee.Var)
+		})
+	}
+}
