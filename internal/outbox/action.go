@@ -82,4 +82,5 @@ type Action struct {
 	WriteStartedAt time.Time       // the write fence; zero when not set
 	ExpiresAt      time.Time       // zero when it never expires
 	EndedAt        time.Time       // zero until ended
+	Owner          string          // the drainer holding the current claim (EXECUTING)
 }

@@ -1,0 +1,135 @@
+package outbox
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config is the engine's configuration. Build it, call WithDefaults, then
+// Validate (New does both).
+type Config struct {
+	Table       string        // the table's name; required
+	Partitions  int           // shards of the outbox; default 16
+	Lease       time.Duration // how long a claim owns an action; default 5m
+	WriteMargin time.Duration // lease that must be left at the write fence; default 60s; < Lease
+	RetryBase   time.Duration // first retry backoff; default 1s
+	RetryCap    time.Duration // longest retry backoff; default 15m
+	BatchSize   int           // actions claimed per transaction; default 25, max 100 incl. checks
+	MaxAttempts int           // default attempts of an action; default 8
+	Retention   time.Duration // how long ended actions are kept; default 30 days
+	RowCap      int           // ended actions kept at most; default 500000
+	ClockSkew   time.Duration // documented bound on clock disagreement; default 5s
+	StuckAfter  time.Duration // a lane head due longer than this counts as stuck; default 15m
+	MaxPayload  int           // payload bytes; default 200 KiB
+	SeqBlock    int           // seq numbers reserved per counter update; default 32
+}
+
+// The defaults of Config.
+const (
+	DefaultPartitions  = 16
+	DefaultLease       = 5 * time.Minute
+	DefaultWriteMargin = 60 * time.Second
+	DefaultRetryBase   = time.Second
+	DefaultRetryCap    = 15 * time.Minute
+	DefaultBatchSize   = 25
+	DefaultMaxAttempts = 8
+	DefaultRetention   = 30 * 24 * time.Hour
+	DefaultRowCap      = 500000
+	DefaultClockSkew   = 5 * time.Second
+	DefaultStuckAfter  = 15 * time.Minute
+	DefaultMaxPayload  = 200 * 1024
+	DefaultSeqBlock    = 32
+	DefaultTable       = "ferry"
+
+	// MaxTransactItems is DynamoDB's limit of items in one transaction.
+	MaxTransactItems = 100
+	// MaxBatchEnqueue is the most actions one EnqueueBatch takes.
+	MaxBatchEnqueue = 25
+)
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.WriteMargin == 0 {
+		c.WriteMargin = DefaultWriteMargin
+	}
+	if c.RetryBase == 0 {
+		c.RetryBase = DefaultRetryBase
+	}
+	if c.RetryCap == 0 {
+		c.RetryCap = DefaultRetryCap
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.RowCap == 0 {
+		c.RowCap = DefaultRowCap
+	}
+	if c.ClockSkew == 0 {
+		c.ClockSkew = DefaultClockSkew
+	}
+	if c.StuckAfter == 0 {
+		c.StuckAfter = DefaultStuckAfter
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = DefaultMaxPayload
+	}
+	if c.SeqBlock == 0 {
+		c.SeqBlock = DefaultSeqBlock
+	}
+	return c
+}
+
+// Validate reports the first problem of c. Its messages name the field and,
+// for a conflict, the other field.
+func (c Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case c.Table == "":
+		return bad("Table", "table name is required")
+	case c.Partitions < 1 || c.Partitions > 4096:
+		return bad("Partitions", "partitions must be between 1 and 4096, got %d", c.Partitions)
+	case c.Lease < time.Second:
+		return bad("Lease", "lease must be at least 1s, got %s", c.Lease)
+	case c.WriteMargin <= 0:
+		return bad("WriteMargin", "write margin must be positive, got %s", c.WriteMargin)
+	case c.WriteMargin >= c.Lease:
+		return bad("WriteMargin", "write margin (%s) must be shorter than Lease (%s)", c.WriteMargin, c.Lease)
+	case c.ClockSkew < 0:
+		return bad("ClockSkew", "clock skew must not be negative, got %s", c.ClockSkew)
+	case c.ClockSkew >= c.WriteMargin:
+		return bad("ClockSkew", "clock skew (%s) must be shorter than WriteMargin (%s)", c.ClockSkew, c.WriteMargin)
+	case c.RetryBase <= 0:
+		return bad("RetryBase", "retry base must be positive, got %s", c.RetryBase)
+	case c.RetryCap < c.RetryBase:
+		return bad("RetryCap", "retry cap (%s) cannot be shorter than RetryBase (%s)", c.RetryCap, c.RetryBase)
+	case c.BatchSize < 1 || c.BatchSize > MaxTransactItems-1:
+		return bad("BatchSize", "batch size must be between 1 and %d (one transaction item is the claim fence check), got %d", MaxTransactItems-1, c.BatchSize)
+	case c.MaxAttempts < 1:
+		return bad("MaxAttempts", "max attempts must be at least 1, got %d", c.MaxAttempts)
+	case c.Retention < time.Hour:
+		return bad("Retention", "retention must be at least 1h, got %s", c.Retention)
+	case c.RowCap < 1:
+		return bad("RowCap", "row cap must be at least 1, got %d", c.RowCap)
+	case c.StuckAfter <= 0:
+		return bad("StuckAfter", "stuck-after must be positive, got %s", c.StuckAfter)
+	case c.MaxPayload < 1 || c.MaxPayload > 350*1024:
+		return bad("MaxPayload", "max payload must be between 1 and %d bytes (the 400 KB item limit leaves room for attributes), got %d", 350*1024, c.MaxPayload)
+	case c.SeqBlock < 1 || c.SeqBlock > 10000:
+		return bad("SeqBlock", "seq block must be between 1 and 10000, got %d", c.SeqBlock)
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// cond is a condition expression with its names and values, so that the
+// write protocols can compose the guard every transition needs.
+type cond struct {
+	expr  string
+	names map[string]string
+	vals  map[string]types.AttributeValue
+}
+
+func (c cond) and(o cond) cond {
+	out := cond{names: map[string]string{}, vals: map[string]types.AttributeValue{}}
+	switch {
+	case c.expr == "":
+		out.expr = o.expr
+	case o.expr == "":
+		out.expr = c.expr
+	default:
+		out.expr = "(" + c.expr + ") AND (" + o.expr + ")"
+	}
+	maps.Copy(out.names, c.names)
+	maps.Copy(out.names, o.names)
+	maps.Copy(out.vals, c.vals)
+	maps.Copy(out.vals, o.vals)
+	return out
+}
+
+// condState guards a write on the state and epoch it was decided on.
+func condState(st State, ep int64) cond {
+	return cond{
+		expr:  "#st = :cst AND #ep = :cep",
+		names: map[string]string{"#st": attrState, "#ep": attrEpoch},
+		vals:  map[string]types.AttributeValue{":cst": avS(string(st)), ":cep": avN(ep)},
+	}
+}
+
+// condHeld guards a write of the holder of a claim: EXECUTING, this epoch,
+// this owner. A holder with the right epoch but another owner is refused.
+func condHeld(ep int64, owner string) cond {
+	return cond{
+		expr:  "#st = :cst AND #ep = :cep AND #own = :cown",
+		names: map[string]string{"#st": attrState, "#ep": attrEpoch, "#own": attrOwner},
+		vals: map[string]types.AttributeValue{
+			":cst": avS(string(StateEXECUTING)), ":cep": avN(ep), ":cown": avS(owner),
+		},
+	}
+}
+
+// endParams describes how an action ends.
+type endParams struct {
+	To     State
+	Reason StopReason
+	Ref    string
+	Cond   cond
+	Result Result
+}
+
+// retentionOf is how long an ended action of a kind is kept.
+func (e *Engine) retentionOf(kind string) time.Duration {
+	r := e.cfg.Retention
+	if ad, ok := e.reg.Lookup(kind); ok {
+		r = max(r, ad.Spec().Retention)
+	}
+	return r
+}
+
+// end writes the end of an action: terminal state, stop reason, ended time
+// and TTL; the payload and the due index keys go. The ended hook's items, the
+// lane tail cleanup (when this action is its lane's tail) and the
+// idempotency record's TTL go in the same transaction; with none of them the
+// end is a single conditional UpdateItem. A refused condition comes back as
+// an error for which isCondFailed is true.
+func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, error) {
+	if !p.To.Ended() {
+		return nil, fmt.Errorf("outbox: end to non-terminal state %s", p.To)
+	}
+	now := e.clk.Now().UTC()
+	expiry := now.Add(e.retentionOf(a.Kind))
+	ended := *a
+	ended.State, ended.StopReason, ended.EndedAt = p.To, p.Reason, now
+	ended.Payload, ended.LeaseExpiresAt, ended.Owner = nil, time.Time{}, ""
+	if p.Ref != "" {
+		ended.ReadbackRef = p.Ref
+	}
+	set := "SET #st = :st, #sr = :sr, #ea = :ea, #ttl = :ttl, #epk = :epk, #esk = :esk"
+	names := map[string]string{
+		"#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL, "#epk": attrEndPK,
+		"#esk": attrEndSK, "#pl": attrPayload, "#dpk": attrDuePK, "#dsk": attrDueSK, "#own": attrOwner, "#lx": attrLease,
+	}
+	vals := map[string]types.AttributeValue{
+		":st": avS(string(p.To)), ":sr": avS(string(p.Reason)), ":ea": avMs(now), ":ttl": avN(expiry.Unix()),
+		":epk": avS(endPK(a.Partition)), ":esk": avS(timeSK(expiry, a.Seq)),
+	}
+	if p.Ref != "" {
+		set += ", #ref = :ref"
+		names["#ref"] = attrRef
+		vals[":ref"] = avS(p.Ref)
+	}
+	upd := set + " REMOVE #pl, #dpk, #dsk, #own, #lx"
+	c := p.Cond.and(cond{names: names, vals: vals})
+
+	var extra []types.TransactWriteItem
+	if ad, ok := e.reg.Lookup(a.Kind); ok {
+		if h, ok := ad.(EndedHook); ok {
+			items, err := h.Ended(ctx, EndedAction{Action: *a, State: p.To, StopReason: p.Reason, Result: p.Result})
+			if err != nil {
+				return nil, fmt.Errorf("error building ended hook items of %s: %w", a.ID, err)
+			}
+			extra = append(extra, items...)
+		}
+	}
+	tailAt, idemAt := -1, -1
+	if a.LaneKey != "" {
+		lid := laneID{a.WorkspaceID, a.LaneKey}
+		tail, err := e.readTail(ctx, a.Partition, lid)
+		if err != nil {
+			return nil, err
+		}
+		if tail == a.Seq {
+			tailAt = len(extra) + 1
+			extra = append(extra, types.TransactWriteItem{Delete: &types.Delete{
+				TableName:                 e.table(),
+				Key:                       key(partitionPK(a.Partition), laneSK(lid.ws, lid.lane)),
+				ConditionExpression:       aws.String("#s = :s"),
+				ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq)},
+			}})
+		}
+	}
+	if a.IdempotencyKey != "" {
+		idemAt = len(extra) + 1
+		extra = append(extra, types.TransactWriteItem{Update: &types.Update{
+			TableName:                 e.table(),
+			Key:                       key(idemPK(a.WorkspaceID, a.IdempotencyKey), skIdem),
+			UpdateExpression:          aws.String("SET #ttl = :ttl"),
+			ConditionExpression:       aws.String("#id = :id"),
+			ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL, "#id": attrID},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":ttl": avN(expiry.Unix()), ":id": avS(a.ID)},
+		}})
+	}
+	for try := 0; ; try++ {
+		var err error
+		if len(extra) == 0 {
+			_, err = e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
+				ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+			})
+			if err != nil && isAmbiguous(err) && try < 3 {
+				continue
+			}
+		} else {
+			items := append([]types.TransactWriteItem{{Update: &types.Update{
+				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
+				ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+			}}}, extra...)
+			err = e.transact(ctx, items, e.token())
+			if reasons, ok := cancelReasons(err); ok && len(reasons) > 0 && reasons[0] != "ConditionalCheckFailed" && try < 3 {
+				// The action's own guard held; a lane tail moved on (a new
+				// action joined the lane) or the idempotency record was
+				// erased: end without that item.
+				var keep []types.TransactWriteItem
+				for i, it := range extra {
+					if (i+1 == tailAt || i+1 == idemAt) && reasons[i+1] == "ConditionalCheckFailed" {
+						continue
+					}
+					keep = append(keep, it)
+				}
+				if len(keep) < len(extra) {
+					extra, tailAt, idemAt = keep, -1, -1
+					for i, it := range extra {
+						if it.Delete != nil && getS(it.Delete.Key, attrPK) == partitionPK(a.Partition) {
+							tailAt = i + 1
+						}
+						if it.Update != nil && getS(it.Update.Key, attrSK) == skIdem {
+							idemAt = i + 1
+						}
+					}
+					continue
+				}
+			}
+		}
+		if err != nil {
+			if isCondFailed(err) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("error ending action %s as %s: %w", a.ID, p.To, err)
+		}
+		outcome := p.Result.Outcome
+		e.obs.ActionEnded(&ended, outcome, p.Reason)
+		return &ended, nil
+	}
+}

@@ -1,0 +1,223 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/ferryhq/ferry/internal/clock"
+)
+
+// Observer receives the engine's events for metrics and logs. It must never
+// log payloads. Calls may come from several goroutines.
+type Observer interface {
+	AttemptStarted(a *Action)
+	ActionEnded(a *Action, outcome Outcome, reason StopReason)
+	ClaimFinished(partition int, claimed, conflicts int, short bool)
+	FenceRefused(a *Action)
+}
+
+// NopObserver is an Observer that does nothing.
+type NopObserver struct{}
+
+// AttemptStarted does nothing.
+func (NopObserver) AttemptStarted(*Action) {}
+
+// ActionEnded does nothing.
+func (NopObserver) ActionEnded(*Action, Outcome, StopReason) {}
+
+// ClaimFinished does nothing.
+func (NopObserver) ClaimFinished(int, int, int, bool) {}
+
+// FenceRefused does nothing.
+func (NopObserver) FenceRefused(*Action) {}
+
+// Option changes how New builds an Engine.
+type Option func(*Engine)
+
+// WithObserver sets the engine's Observer.
+func WithObserver(o Observer) Option { return func(e *Engine) { e.obs = o } }
+
+// WithRand sets the source of backoff jitter and keyless partition spread.
+// The default is seeded from the clock's time at New, so a simulator that
+// fixes the clock and passes its own source replays exactly.
+func WithRand(r *rand.Rand) Option { return func(e *Engine) { e.rnd = r } }
+
+// Engine carries out the outbox protocols on one table.
+type Engine struct {
+	db   DynamoDB
+	clk  clock.Clock
+	reg  *Registry
+	cfg  Config
+	obs  Observer
+	boff Backoff
+
+	rndMu sync.Mutex
+	rnd   *rand.Rand
+
+	spread atomic.Uint64 // keyless partition round robin
+
+	seqMu   sync.Mutex
+	seqNext map[int]int64 // partition -> next unused reserved seq
+	seqEnd  map[int]int64 // partition -> one past the reserved block
+
+	tokens atomic.Uint64 // client request token counter
+	tokPre string
+}
+
+// New builds an engine. It applies Config defaults and validates them.
+func New(db DynamoDB, clk clock.Clock, reg *Registry, cfg Config, opts ...Option) (*Engine, error) {
+	if db == nil || clk == nil || reg == nil {
+		return nil, errors.New("outbox: New needs a DynamoDB client, a clock and a registry")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("outbox: config: %w", err)
+	}
+	e := &Engine{
+		db: db, clk: clk, reg: reg, cfg: cfg, obs: NopObserver{},
+		boff:    Backoff{Base: cfg.RetryBase, Cap: cfg.RetryCap},
+		seqNext: map[int]int64{}, seqEnd: map[int]int64{},
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.rnd == nil {
+		seed := uint64(clk.Now().UnixNano())
+		e.rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	}
+	e.spread.Store(uint64(e.intN(cfg.Partitions)))
+	e.tokPre = fmt.Sprintf("%016x", e.uint64())
+	return e, nil
+}
+
+// Config returns the engine's configuration with defaults applied.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Registry returns the engine's registry.
+func (e *Engine) Registry() *Registry { return e.reg }
+
+// Partitions returns the partition count.
+func (e *Engine) Partitions() int { return e.cfg.Partitions }
+
+// PartitionOf returns the partition of a base-table or due-index partition
+// key ("P#3" or "D#3" gives 3), for stream records.
+func (e *Engine) PartitionOf(pk string) (int, bool) {
+	if len(pk) < 3 || (pk[:2] != "P#" && pk[:2] != "D#") {
+		return 0, false
+	}
+	n := 0
+	for _, c := range pk[2:] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+		if n >= e.cfg.Partitions {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+func (e *Engine) intN(n int) int {
+	e.rndMu.Lock()
+	defer e.rndMu.Unlock()
+	return e.rnd.IntN(n)
+}
+
+func (e *Engine) uint64() uint64 {
+	e.rndMu.Lock()
+	defer e.rndMu.Unlock()
+	return e.rnd.Uint64()
+}
+
+func (e *Engine) backoff(attempt int) (d int64) {
+	e.rndMu.Lock()
+	defer e.rndMu.Unlock()
+	return int64(e.boff.Delay(attempt, e.rnd))
+}
+
+// token returns a fresh ClientRequestToken (at most 36 characters).
+func (e *Engine) token() string {
+	return fmt.Sprintf("%s-%x", e.tokPre, e.tokens.Add(1))
+}
+
+func (e *Engine) table() *string { return &e.cfg.Table }
+
+// isCondFailed reports whether err is a failed condition, alone or as the
+// only kind of reason of a cancelled transaction.
+func isCondFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return true
+	}
+	var tc *types.TransactionCanceledException
+	if errors.As(err, &tc) {
+		for _, r := range tc.CancellationReasons {
+			if r.Code != nil && *r.Code == "ConditionalCheckFailed" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cancelReasons returns the per-item codes of a cancelled transaction, or nil.
+func cancelReasons(err error) ([]string, bool) {
+	var tc *types.TransactionCanceledException
+	if !errors.As(err, &tc) {
+		return nil, false
+	}
+	out := make([]string, len(tc.CancellationReasons))
+	for i, r := range tc.CancellationReasons {
+		if r.Code != nil {
+			out[i] = *r.Code
+		}
+	}
+	return out, true
+}
+
+// isRetryable reports whether a request certainly did nothing and may be sent
+// again: throttling and transaction conflicts.
+func isRetryable(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+			"TransactionConflictException", "TransactionInProgressException":
+			return true
+		}
+	}
+	if rs, ok := cancelReasons(err); ok {
+		for _, c := range rs {
+			if c != "" && c != "None" && c != "TransactionConflict" && c != "ThrottlingError" && c != "ProvisionedThroughputExceeded" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// isAmbiguous reports whether a write may or may not have happened: the
+// request failed without a definite answer from DynamoDB.
+func isAmbiguous(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "InternalServerError", "InternalFailure", "ServiceUnavailable":
+			return true
+		}
+		return false
+	}
+	return true // transport errors, timeouts: the request may have landed
+}

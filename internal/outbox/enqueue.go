@@ -1,0 +1,471 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// EnqueueParams describes one action to enqueue.
+type EnqueueParams struct {
+	Kind           string
+	WorkspaceID    string
+	LaneKey        string
+	IdempotencyKey string
+	SubjectID      string
+	Payload        json.RawMessage
+	MaxAttempts    int       // 0 = Config.MaxAttempts
+	ExpiresAt      time.Time // zero = never
+	Propose        bool      // PROPOSED instead of ADMITTED
+}
+
+// EnqueueResult is the action an enqueue created or found.
+type EnqueueResult struct {
+	Action   Action
+	Existing bool // the idempotency key was seen: this is the first action, nothing changed
+}
+
+// PreparedEnqueue is library mode: the items that create an action, to be
+// appended to the caller's own TransactWriteItems so that the action exists
+// exactly when the caller's change commits.
+type PreparedEnqueue struct {
+	Action Action
+	Items  []types.TransactWriteItem
+	e      *Engine
+}
+
+const maxKeyLen = 512
+
+// prepared is one action with its items, before they are written.
+type prepared struct {
+	a       Action
+	action  types.TransactWriteItem
+	idem    *types.TransactWriteItem
+	spec    KindSpec
+	tailOld int64 // the lane tail's seq read before (0 = none)
+}
+
+// validateEnqueue checks params and returns the kind's spec and variant.
+func (e *Engine) validateEnqueue(p *EnqueueParams, now time.Time) (Adapter, string, error) {
+	ad, ok := e.reg.Lookup(p.Kind)
+	if !ok {
+		if p.Kind == "" {
+			return nil, "", &ValidationError{Field: "kind", Message: "kind is required"}
+		}
+		return nil, "", fmt.Errorf("%w: %q", ErrUnknownKind, p.Kind)
+	}
+	s := ad.Spec()
+	if s.InstanceLevel && p.WorkspaceID != "" {
+		return nil, "", &ValidationError{Field: "workspace_id", Message: fmt.Sprintf("kind %s is instance-level and takes no workspace", p.Kind)}
+	}
+	if !s.InstanceLevel && p.WorkspaceID == "" {
+		return nil, "", &ValidationError{Field: "workspace_id", Message: "workspace_id is required"}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"workspace_id", p.WorkspaceID}, {"lane_key", p.LaneKey},
+		{"idempotency_key", p.IdempotencyKey}, {"subject_id", p.SubjectID},
+	} {
+		if len(f.v) > maxKeyLen {
+			return nil, "", &ValidationError{Field: f.name, Message: fmt.Sprintf("must be at most %d bytes", maxKeyLen)}
+		}
+		if strings.ContainsRune(f.v, 0) || (f.name == "workspace_id" && strings.Contains(f.v, "#")) {
+			return nil, "", &ValidationError{Field: f.name, Message: "contains a forbidden character"}
+		}
+	}
+	if len(p.Payload) == 0 {
+		return nil, "", &ValidationError{Field: "payload", Message: "payload is required"}
+	}
+	if len(p.Payload) > e.cfg.MaxPayload {
+		return nil, "", &TooLargeError{Size: len(p.Payload), Max: e.cfg.MaxPayload}
+	}
+	if !json.Valid(p.Payload) {
+		return nil, "", &ValidationError{Field: "payload", Message: "payload is not valid JSON"}
+	}
+	if p.MaxAttempts < 0 || p.MaxAttempts > 1000 {
+		return nil, "", &ValidationError{Field: "max_attempts", Message: "must be between 1 and 1000"}
+	}
+	if !p.ExpiresAt.IsZero() && !p.ExpiresAt.After(now) {
+		return nil, "", &ValidationError{Field: "expires_at", Message: "must be in the future"}
+	}
+	v, err := variantOf(s, p.Payload, p.IdempotencyKey)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := ad.Validate(v, p.Payload); err != nil {
+		var pe *PayloadError
+		if errors.As(err, &pe) {
+			return nil, "", pe
+		}
+		return nil, "", &PayloadError{Message: err.Error()}
+	}
+	return ad, v, nil
+}
+
+// reserveSeq returns a seq of partition p greater than above. Seqs are
+// reserved in blocks of Config.SeqBlock (one counter update per block), so a
+// keyless enqueue usually costs a single conditional Put.
+func (e *Engine) reserveSeq(ctx context.Context, p int, above int64) (int64, error) {
+	e.seqMu.Lock()
+	defer e.seqMu.Unlock()
+	if n := e.seqNext[p]; n != 0 && n < e.seqEnd[p] && n > above {
+		e.seqNext[p] = n + 1
+		return n, nil
+	}
+	block := int64(e.cfg.SeqBlock)
+	out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(p), skSeq),
+		UpdateExpression:          aws.String("ADD #n :b"),
+		ExpressionAttributeNames:  map[string]string{"#n": attrSeqNext},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":b": avN(block)},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("error reserving seq block of partition %d: %w", p, err)
+	}
+	hi := getN(out.Attributes, attrSeqNext)
+	lo := hi - block + 1
+	if lo <= above {
+		// A tail newer than our block can only come from a later block: the
+		// counter has moved past it by now.
+		lo = above + 1
+		if lo > hi {
+			return 0, fmt.Errorf("error reserving seq of partition %d: counter %d behind lane tail %d", p, hi, above)
+		}
+	}
+	e.seqNext[p], e.seqEnd[p] = lo+1, hi+1
+	return lo, nil
+}
+
+type laneID struct{ ws, lane string }
+
+// prepare builds the items of a batch of enqueues (one lane tail update per
+// lane, chained in order). It reads each lane's tail with a consistent read.
+func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, []types.TransactWriteItem, error) {
+	now := e.clk.Now().UTC()
+	out := make([]*prepared, 0, len(ps))
+	tails := map[laneID]int64{}   // newest seq in this batch (or read)
+	tailOld := map[laneID]int64{} // as read
+	var laneOrder []laneID
+	keys := map[string]bool{}
+	for i := range ps {
+		p := &ps[i]
+		ad, variant, err := e.validateEnqueue(p, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.IdempotencyKey != "" {
+			k := p.WorkspaceID + "\x00" + p.IdempotencyKey
+			if keys[k] {
+				return nil, nil, &ValidationError{Field: "idempotency_key", Message: fmt.Sprintf("key %q appears twice in one batch", p.IdempotencyKey)}
+			}
+			keys[k] = true
+		}
+		part := 0
+		var prev int64
+		lid := laneID{p.WorkspaceID, p.LaneKey}
+		if p.LaneKey != "" {
+			part = LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
+			t, seen := tails[lid]
+			if !seen {
+				t, err = e.readTail(ctx, part, lid)
+				if err != nil {
+					return nil, nil, err
+				}
+				tailOld[lid] = t
+				laneOrder = append(laneOrder, lid)
+			}
+			prev = t
+		} else {
+			part = int(e.spread.Add(1) % uint64(e.cfg.Partitions))
+		}
+		seq, err := e.reserveSeq(ctx, part, prev)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.LaneKey != "" {
+			tails[lid] = seq
+		}
+		maxAtt := p.MaxAttempts
+		if maxAtt == 0 {
+			maxAtt = e.cfg.MaxAttempts
+		}
+		a := Action{
+			ID: ActionID(part, seq), Kind: p.Kind, Variant: variant, WorkspaceID: p.WorkspaceID,
+			LaneKey: p.LaneKey, IdempotencyKey: p.IdempotencyKey, SubjectID: p.SubjectID,
+			State: StateADMITTED, MaxAttempts: maxAtt, Payload: p.Payload,
+			Partition: part, Seq: seq, PrevSeq: prev, CreatedAt: now, NextAttemptAt: now,
+		}
+		if p.Propose {
+			a.State = StatePROPOSED
+		}
+		if !p.ExpiresAt.IsZero() {
+			a.ExpiresAt = p.ExpiresAt.UTC()
+		}
+		pr := &prepared{a: a, spec: ad.Spec()}
+		pr.action = types.TransactWriteItem{Put: &types.Put{
+			TableName:           e.table(),
+			Item:                actionItem(&a),
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		}}
+		if p.IdempotencyKey != "" {
+			it := key(idemPK(p.WorkspaceID, p.IdempotencyKey), skIdem)
+			it[attrID] = avS(a.ID)
+			if p.SubjectID != "" {
+				it[attrSubPK] = avS(subPK(p.WorkspaceID, p.SubjectID))
+			}
+			pr.idem = &types.TransactWriteItem{Put: &types.Put{
+				TableName:                           e.table(),
+				Item:                                it,
+				ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}}
+		}
+		out = append(out, pr)
+	}
+	var laneItems []types.TransactWriteItem
+	for _, lid := range laneOrder {
+		part := LanePartition(lid.ws, lid.lane, e.cfg.Partitions)
+		it := key(partitionPK(part), laneSK(lid.ws, lid.lane))
+		it[attrTailSeq] = avN(tails[lid])
+		put := &types.Put{TableName: e.table(), Item: it}
+		if old := tailOld[lid]; old == 0 {
+			put.ConditionExpression = aws.String("attribute_not_exists(pk)")
+		} else {
+			put.ConditionExpression = aws.String("#s = :old")
+			put.ExpressionAttributeNames = map[string]string{"#s": attrTailSeq}
+			put.ExpressionAttributeValues = map[string]types.AttributeValue{":old": avN(old)}
+		}
+		laneItems = append(laneItems, types.TransactWriteItem{Put: put})
+	}
+	return out, laneItems, nil
+}
+
+// readTail returns the seq of a lane's newest live action, 0 when none.
+func (e *Engine) readTail(ctx context.Context, part int, lid laneID) (int64, error) {
+	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      e.table(),
+		Key:            key(partitionPK(part), laneSK(lid.ws, lid.lane)),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("error reading lane tail of partition %d: %w", part, err)
+	}
+	return getN(out.Item, attrTailSeq), nil
+}
+
+// Enqueue records one action. A second enqueue with the same (workspace,
+// idempotency key) returns the first action with Existing set and changes
+// nothing.
+func (e *Engine) Enqueue(ctx context.Context, p EnqueueParams) (*EnqueueResult, error) {
+	rs, err := e.EnqueueBatch(ctx, []EnqueueParams{p})
+	if err != nil {
+		return nil, err
+	}
+	return &rs[0], nil
+}
+
+// EnqueueBatch records up to 25 actions atomically: all of them or none.
+// Actions whose idempotency key was seen come back with Existing set.
+func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]EnqueueResult, error) {
+	if len(ps) == 0 || len(ps) > MaxBatchEnqueue {
+		return nil, &ValidationError{Field: "actions", Message: fmt.Sprintf("a batch holds 1 to %d actions, got %d", MaxBatchEnqueue, len(ps))}
+	}
+	results := make([]EnqueueResult, len(ps))
+	pending := make([]int, len(ps)) // indexes into ps still to write
+	for i := range pending {
+		pending[i] = i
+	}
+	for round := 0; ; round++ {
+		sub := make([]EnqueueParams, len(pending))
+		for j, i := range pending {
+			sub[j] = ps[i]
+		}
+		prs, laneItems, err := e.prepare(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		existing, err := e.writeEnqueue(ctx, prs, laneItems)
+		if err == nil {
+			for j, i := range pending {
+				results[i] = EnqueueResult{Action: prs[j].a}
+			}
+			return results, nil
+		}
+		if existing == nil || round >= 8 {
+			return nil, err
+		}
+		// Some keys were seen (or a lane tail moved): answer those with the
+		// first action and write the rest again.
+		var rest []int
+		for j, i := range pending {
+			if a, ok := existing[j]; ok {
+				results[i] = EnqueueResult{Action: a, Existing: true}
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		if len(rest) == 0 {
+			return results, nil
+		}
+		pending = rest
+	}
+}
+
+// writeEnqueue writes prepared actions. On a refusal it returns the actions
+// found for seen idempotency keys (by index into prs), non-nil when the
+// caller should retry the others.
+func (e *Engine) writeEnqueue(ctx context.Context, prs []*prepared, laneItems []types.TransactWriteItem) (map[int]Action, error) {
+	if len(prs) == 1 && prs[0].idem == nil && len(laneItems) == 0 {
+		put := prs[0].action.Put
+		_, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
+		})
+		if err != nil {
+			if isCondFailed(err) {
+				// A seq collision means the counter was reset under us.
+				return nil, fmt.Errorf("error enqueueing %s: seq already used: %w", prs[0].a.ID, err)
+			}
+			return nil, fmt.Errorf("error enqueueing %s: %w", prs[0].a.ID, err)
+		}
+		return nil, nil
+	}
+	var items []types.TransactWriteItem
+	idemAt := map[int]int{} // transaction index -> prs index
+	for j, pr := range prs {
+		items = append(items, pr.action)
+		if pr.idem != nil {
+			idemAt[len(items)] = j
+			items = append(items, *pr.idem)
+		}
+	}
+	items = append(items, laneItems...)
+	if len(items) > MaxTransactItems {
+		return nil, &ValidationError{Field: "actions", Message: "batch needs more than 100 transaction items"}
+	}
+	err := e.transact(ctx, items, e.token())
+	if err == nil {
+		return nil, nil
+	}
+	reasons, ok := cancelReasons(err)
+	if !ok {
+		return nil, fmt.Errorf("error enqueueing: %w", err)
+	}
+	existing := map[int]Action{}
+	for ti, code := range reasons {
+		if code != "ConditionalCheckFailed" {
+			continue
+		}
+		j, isIdem := idemAt[ti]
+		if !isIdem {
+			continue // a lane tail moved or a seq collided: retry with fresh reads
+		}
+		a, err := e.idemLookup(ctx, prs[j].a.WorkspaceID, prs[j].a.IdempotencyKey)
+		if err != nil {
+			return nil, err
+		}
+		if a != nil {
+			existing[j] = *a
+		}
+	}
+	return existing, fmt.Errorf("error enqueueing: %w", err)
+}
+
+// idemLookup returns the action an idempotency record names, nil when the
+// record is gone (or its TTL passed, after which it is removed here).
+func (e *Engine) idemLookup(ctx context.Context, ws, ikey string) (*Action, error) {
+	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: e.table(), Key: key(idemPK(ws, ikey), skIdem), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading idempotency record: %w", err)
+	}
+	if out.Item == nil {
+		return nil, nil
+	}
+	id := getS(out.Item, attrID)
+	now := e.clk.Now()
+	a, err := e.ActionGet(ctx, id)
+	if errors.Is(err, ErrNotFound) || expiredByTTL(out.Item, now) {
+		// The action is gone: the record outlived it; remove it so the key
+		// can be used again.
+		_, derr := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: e.table(), Key: key(idemPK(ws, ikey), skIdem),
+			ConditionExpression:       aws.String("#id = :id"),
+			ExpressionAttributeNames:  map[string]string{"#id": attrID},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avS(id)},
+		})
+		if derr != nil && !isCondFailed(derr) {
+			return nil, fmt.Errorf("error removing stale idempotency record: %w", derr)
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// transact sends a TransactWriteItems, retrying throttles and conflicts,
+// and retrying ambiguous failures with the same token (DynamoDB answers a
+// repeat of a committed request with success for 10 minutes).
+func (e *Engine) transact(ctx context.Context, items []types.TransactWriteItem, tok string) error {
+	var err error
+	for try := 0; try < 5; try++ {
+		_, err = e.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems: items, ClientRequestToken: aws.String(tok),
+		})
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if isCondFailed(err) {
+			return err
+		}
+		if !isRetryable(err) && !isAmbiguous(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// EnqueueItems is library mode: it returns the items that create the action,
+// for the caller to append to its own TransactWriteItems. The action exists
+// exactly when that transaction commits. If the transaction is cancelled,
+// Resolve tells whether the idempotency key was already used.
+func (e *Engine) EnqueueItems(ctx context.Context, p EnqueueParams) (*PreparedEnqueue, error) {
+	prs, laneItems, err := e.prepare(ctx, []EnqueueParams{p})
+	if err != nil {
+		return nil, err
+	}
+	items := []types.TransactWriteItem{prs[0].action}
+	if prs[0].idem != nil {
+		items = append(items, *prs[0].idem)
+	}
+	items = append(items, laneItems...)
+	return &PreparedEnqueue{Action: prs[0].a, Items: items, e: e}, nil
+}
+
+// Resolve explains a failed caller transaction that carried these items: when
+// the idempotency key was already used, it returns the first action with
+// Existing set. Otherwise it returns nil and the caller retries with fresh
+// items (a lane tail moved) or handles its own error.
+func (pe *PreparedEnqueue) Resolve(ctx context.Context, txErr error) (*EnqueueResult, error) {
+	if pe.Action.IdempotencyKey == "" || !isCondFailed(txErr) {
+		return nil, nil
+	}
+	a, err := pe.e.idemLookup(ctx, pe.Action.WorkspaceID, pe.Action.IdempotencyKey)
+	if err != nil || a == nil || a.ID == pe.Action.ID {
+		return nil, err
+	}
+	return &EnqueueResult{Action: *a, Existing: true}, nil
+}

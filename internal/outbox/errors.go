@@ -1,0 +1,51 @@
+package outbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned when an action does not exist (or was erased, or
+// its TTL passed).
+var ErrNotFound = errors.New("outbox: action not found")
+
+// ErrUnknownKind is returned (wrapped with the kind) when no adapter is
+// registered for a kind. HTTP 422.
+var ErrUnknownKind = errors.New("outbox: unknown kind")
+
+// ErrFenceRefused is returned when a partition's claim fence is held by
+// another drainer or a newer claim version.
+var ErrFenceRefused = errors.New("outbox: claim fence refused")
+
+// TransitionError says a state transition was refused by the store: the
+// action is not in a state that allows it. HTTP 409.
+type TransitionError struct {
+	ID   string
+	From State // the state found ("" when unknown)
+	To   State
+}
+
+func (e *TransitionError) Error() string {
+	if e.From == "" {
+		return fmt.Sprintf("outbox: action %s cannot move to %s", e.ID, e.To)
+	}
+	return fmt.Sprintf("outbox: action %s cannot move from %s to %s", e.ID, e.From, e.To)
+}
+
+// ValidationError says an input field (or a Config field) is invalid.
+// HTTP 400; Field names the field.
+type ValidationError struct {
+	Field   string
+	Message string
+}
+
+func (e *ValidationError) Error() string { return "outbox: invalid " + e.Field + ": " + e.Message }
+
+// TooLargeError says a payload is over Config.MaxPayload. HTTP 413.
+type TooLargeError struct {
+	Size, Max int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("outbox: payload of %d bytes is over the limit of %d bytes", e.Size, e.Max)
+}

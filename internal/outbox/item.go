@@ -1,0 +1,247 @@
+package outbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Attribute and index names of the table (docs/adr/0001-table-layout.md and
+// its successors). The CDK stack and `ferry table create` use the same names.
+const (
+	attrPK        = "pk"
+	attrSK        = "sk"
+	attrID        = "id"
+	attrKind      = "kind"
+	attrVariant   = "var"
+	attrWorkspace = "ws"
+	attrLane      = "lane"
+	attrIKey      = "ikey"
+	attrSubject   = "subj"
+	attrState     = "st"
+	attrAttempt   = "att"
+	attrMax       = "max"
+	attrEpoch     = "ep"
+	attrPrev      = "prev"
+	attrPayload   = "pl"
+	attrCreated   = "ca"
+	attrNext      = "nat"
+	attrLease     = "lx"
+	attrOwner     = "own"
+	attrWrite     = "wsa"
+	attrExpires   = "xa"
+	attrEnded     = "ea"
+	attrStop      = "sr"
+	attrRef       = "ref"
+	attrTTL       = "ttl"
+	attrDuePK     = "due_pk"
+	attrDueSK     = "due_sk"
+	attrSubPK     = "sub_pk"
+	attrEndPK     = "end_pk"
+	attrEndSK     = "end_sk"
+
+	// Rows other than actions.
+	attrSeqNext      = "next"  // SEQ: the next unreserved seq
+	attrClaimVersion = "cv"    // FENCE: claim_version
+	attrFenceOwner   = "owner" // FENCE: holder
+	attrFenceLease   = "olx"   // FENCE: holder's lease (Unix ms)
+	attrTailSeq      = "seq"   // lane tail: the newest live action's seq
+
+	// IndexDue, IndexSubject and IndexEnded are the global secondary indexes.
+	IndexDue     = "due"
+	IndexSubject = "subject"
+	IndexEnded   = "ended"
+
+	skSeq   = "SEQ"
+	skFence = "FENCE"
+	skIdem  = "K"
+)
+
+func partitionPK(p int) string      { return "P#" + strconv.Itoa(p) }
+func actionSK(seq int64) string     { return fmt.Sprintf("A#%020d", seq) }
+func duePK(p int) string            { return "D#" + strconv.Itoa(p) }
+func endPK(p int) string            { return "E#" + strconv.Itoa(p) }
+func laneSK(ws, lane string) string { return "L#" + ws + "#" + lane }
+func idemPK(ws, key string) string  { return "K#" + ws + "#" + key }
+func subPK(ws, subj string) string  { return ws + "#" + subj }
+
+// timeSK is the sort key of the due and ended indexes: a time, then the seq
+// so that ties keep enqueue order.
+func timeSK(t time.Time, seq int64) string {
+	ms := t.UnixMilli()
+	if ms < 0 {
+		ms = 0
+	}
+	return fmt.Sprintf("%013d#%020d", ms, seq)
+}
+
+// ActionID formats the id of the action at (partition, seq).
+func ActionID(partition int, seq int64) string {
+	return strconv.Itoa(partition) + "-" + strconv.FormatInt(seq, 10)
+}
+
+// ParseActionID splits an id made by ActionID.
+func ParseActionID(id string) (partition int, seq int64, err error) {
+	ps, ss, ok := strings.Cut(id, "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("action id %q: want <partition>-<seq>", id)
+	}
+	p, err1 := strconv.Atoi(ps)
+	s, err2 := strconv.ParseInt(ss, 10, 64)
+	if err1 != nil || err2 != nil || p < 0 || s < 1 || strconv.Itoa(p) != ps || strconv.FormatInt(s, 10) != ss {
+		return 0, 0, fmt.Errorf("action id %q: want <partition>-<seq>", id)
+	}
+	return p, s, nil
+}
+
+// LanePartition is the partition of a lane: FNV-1a 32 of the workspace and
+// lane key, modulo the partition count. The workspace is part of a lane's
+// identity, so two tenants' lanes of the same name do not serialise.
+func LanePartition(workspace, lane string, partitions int) int {
+	h := fnv.New32a()
+	h.Write([]byte(workspace))
+	h.Write([]byte{0})
+	h.Write([]byte(lane))
+	return int(h.Sum32() % uint32(partitions))
+}
+
+func avS(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func avN(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+func avMs(t time.Time) types.AttributeValue { return avN(t.UnixMilli()) }
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: avS(pk), attrSK: avS(sk)}
+}
+
+func actionKey(p int, seq int64) map[string]types.AttributeValue {
+	return key(partitionPK(p), actionSK(seq))
+}
+
+func getS(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func getN(item map[string]types.AttributeValue, name string) int64 {
+	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func getMs(item map[string]types.AttributeValue, name string) time.Time {
+	if _, ok := item[name]; !ok {
+		return time.Time{}
+	}
+	return time.UnixMilli(getN(item, name)).UTC()
+}
+
+func has(item map[string]types.AttributeValue, name string) bool {
+	_, ok := item[name]
+	return ok
+}
+
+// actionItem encodes a new action as its base-table item.
+func actionItem(a *Action) map[string]types.AttributeValue {
+	it := actionKey(a.Partition, a.Seq)
+	it[attrID] = avS(a.ID)
+	it[attrKind] = avS(a.Kind)
+	if a.Variant != "" {
+		it[attrVariant] = avS(a.Variant)
+	}
+	if a.WorkspaceID != "" {
+		it[attrWorkspace] = avS(a.WorkspaceID)
+	}
+	if a.LaneKey != "" {
+		it[attrLane] = avS(a.LaneKey)
+	}
+	if a.IdempotencyKey != "" {
+		it[attrIKey] = avS(a.IdempotencyKey)
+	}
+	if a.SubjectID != "" {
+		it[attrSubject] = avS(a.SubjectID)
+		it[attrSubPK] = avS(subPK(a.WorkspaceID, a.SubjectID))
+	}
+	it[attrState] = avS(string(a.State))
+	it[attrAttempt] = avN(int64(a.Attempt))
+	it[attrMax] = avN(int64(a.MaxAttempts))
+	it[attrEpoch] = avN(a.Epoch)
+	if a.PrevSeq != 0 {
+		it[attrPrev] = avN(a.PrevSeq)
+	}
+	if len(a.Payload) > 0 {
+		it[attrPayload] = avS(string(a.Payload))
+	}
+	it[attrCreated] = avMs(a.CreatedAt)
+	it[attrNext] = avMs(a.NextAttemptAt)
+	if !a.ExpiresAt.IsZero() {
+		it[attrExpires] = avMs(a.ExpiresAt)
+	}
+	if a.State == StateADMITTED {
+		it[attrDuePK] = avS(duePK(a.Partition))
+		it[attrDueSK] = avS(timeSK(a.NextAttemptAt, a.Seq))
+	}
+	return it
+}
+
+// decodeAction reads an action item (from the base table or the due index's
+// projection). ok is false for rows that are not actions.
+func decodeAction(it map[string]types.AttributeValue) (Action, bool) {
+	pk, sk := getS(it, attrPK), getS(it, attrSK)
+	if !strings.HasPrefix(pk, "P#") || !strings.HasPrefix(sk, "A#") {
+		return Action{}, false
+	}
+	p, err1 := strconv.Atoi(pk[2:])
+	seq, err2 := strconv.ParseInt(sk[2:], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Action{}, false
+	}
+	a := Action{
+		ID:             getS(it, attrID),
+		Kind:           getS(it, attrKind),
+		Variant:        getS(it, attrVariant),
+		WorkspaceID:    getS(it, attrWorkspace),
+		LaneKey:        getS(it, attrLane),
+		IdempotencyKey: getS(it, attrIKey),
+		SubjectID:      getS(it, attrSubject),
+		State:          State(getS(it, attrState)),
+		Attempt:        int(getN(it, attrAttempt)),
+		MaxAttempts:    int(getN(it, attrMax)),
+		Epoch:          getN(it, attrEpoch),
+		StopReason:     StopReason(getS(it, attrStop)),
+		ReadbackRef:    getS(it, attrRef),
+		Partition:      p,
+		Seq:            seq,
+		PrevSeq:        getN(it, attrPrev),
+		CreatedAt:      getMs(it, attrCreated),
+		NextAttemptAt:  getMs(it, attrNext),
+		LeaseExpiresAt: getMs(it, attrLease),
+		WriteStartedAt: getMs(it, attrWrite),
+		ExpiresAt:      getMs(it, attrExpires),
+		EndedAt:        getMs(it, attrEnded),
+		Owner:          getS(it, attrOwner),
+	}
+	if a.ID == "" {
+		a.ID = ActionID(p, seq)
+	}
+	if pl := getS(it, attrPayload); pl != "" {
+		a.Payload = json.RawMessage(pl)
+	}
+	return a, true
+}
+
+// expiredByTTL reports whether DynamoDB's TTL would have deleted the item:
+// TTL deletes days late, so reads treat ttl < now as gone.
+func expiredByTTL(it map[string]types.AttributeValue, now time.Time) bool {
+	return has(it, attrTTL) && getN(it, attrTTL) < now.Unix()
+}
