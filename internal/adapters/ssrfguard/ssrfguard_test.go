@@ -112,7 +112,7 @@ func TestCheckURLRefusesForbiddenSpellings(t *testing.T) {
 		"http://[::ffff:127.0.0.1]/", // IPv4-mapped, dotted
 		"http://[::ffff:7f00:1]/",    // IPv4-mapped, hex
 		"http://[::ffff:169.254.169.254]/",
-		"http://[64:ff9b::7f00:1]/",   // NAT64 of loopback
+		"http://[64:ff9b::7f00:1]/",    // NAT64 of loopback
 		"http://[64:ff9b::a9fe:a9fe]/", // NAT64 of the metadata address
 		"http://169.254.169.254/latest/meta-data/",
 		"http://[fd00:ec2::254]/latest/meta-data/",
@@ -124,23 +124,23 @@ func TestCheckURLRefusesForbiddenSpellings(t *testing.T) {
 		"http://224.0.0.1/",  // multicast
 		"http://[ff02::1]/",  // IPv6 multicast
 		"http://255.255.255.255/",
-		"http://example.com@127.0.0.1/",     // user-info trick
-		"http://user:pass@example.com/",     // credentials in the URL
-		"http://example.com:80@127.0.0.1/",  // user-info trick with a port
-		"http://127.0.0.1#@example.com/",    // fragment trick
-		"http://127.0.0.1?@example.com/",    // query trick
-		"http://localhost/",                 // the local name
-		"http://LOCALHOST./",                // upper case, trailing dot
-		"http://api.localhost/",             // RFC 6761 subdomain
-		"ftp://example.com/",                // scheme
-		"file:///etc/passwd",                // scheme
-		"gopher://example.com/",             // scheme
-		"//example.com/",                    // no scheme
-		"/relative",                         // not absolute
-		"http:example.com",                  // opaque
-		"http://",                           // no host
-		"http://example.com:0/",             // port 0
-		"http://example.com:99999/",         // out of range
+		"http://example.com@127.0.0.1/",    // user-info trick
+		"http://user:pass@example.com/",    // credentials in the URL
+		"http://example.com:80@127.0.0.1/", // user-info trick with a port
+		"http://127.0.0.1#@example.com/",   // fragment trick
+		"http://127.0.0.1?@example.com/",   // query trick
+		"http://localhost/",                // the local name
+		"http://LOCALHOST./",               // upper case, trailing dot
+		"http://api.localhost/",            // RFC 6761 subdomain
+		"ftp://example.com/",               // scheme
+		"file:///etc/passwd",               // scheme
+		"gopher://example.com/",            // scheme
+		"//example.com/",                   // no scheme
+		"/relative",                        // not absolute
+		"http:example.com",                 // opaque
+		"http://",                          // no host
+		"http://example.com:0/",            // port 0
+		"http://example.com:99999/",        // out of range
 	}
 	p := ssrfguard.Policy{}
 	for _, raw := range cases {
