@@ -1,0 +1,51 @@
+package lambdafn
+
+import (
+	"context"
+	"time"
+)
+
+// DrainStats is what one drain pass did.
+type DrainStats struct {
+	Claimed, Started, Ended, Released int
+	// More is true when the pass stopped with due work left (batch full or
+	// deadline reached).
+	More bool
+}
+
+// Drainer is the part of the engine the drainer handler uses.
+type Drainer interface {
+	// Sweep drains every partition, claiming nothing after claimUntil.
+	Sweep(ctx context.Context, claimUntil time.Time) (DrainStats, error)
+	// DrainPartition drains one partition, claiming nothing after claimUntil.
+	DrainPartition(ctx context.Context, partition int, claimUntil time.Time) (DrainStats, error)
+	// PartitionOf maps a stream record's "pk" to its partition.
+	PartitionOf(pk string) (int, bool)
+}
+
+// Backlog is one partition's backlog as the reaper measures it.
+type Backlog struct {
+	Partition, DueDepth, ClaimedDepth, StuckLaneHeads int
+	OldestDueAge                                      time.Duration
+}
+
+// ReapStats is what one reaper pass did and saw.
+type ReapStats struct {
+	Uncertain, Exhausted, Expired int
+	Backlog                       []Backlog
+}
+
+// Reaper is the part of the engine the reaper handler uses.
+type Reaper interface {
+	Reap(ctx context.Context) (ReapStats, error)
+}
+
+// RetainStats is what one retention pass deleted.
+type RetainStats struct {
+	Deleted, Trimmed int
+}
+
+// Retainer is the part of the engine the retention handler uses.
+type Retainer interface {
+	Retain(ctx context.Context) (RetainStats, error)
+}
