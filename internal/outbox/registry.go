@@ -28,6 +28,9 @@ func (r *Registry) Register(a Adapter) error {
 	if err := s.validate(); err != nil {
 		return fmt.Errorf("outbox: register kind %q: %w", s.Name, err)
 	}
+	if _, ok := a.(ReadBacker); s.Class == ReadBack && !ok {
+		return fmt.Errorf("outbox: register kind %q: a read-back kind's adapter must implement ReadBacker", s.Name)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.kinds[s.Name]; dup {

@@ -1,0 +1,244 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// attemptReport is what one attempt came to.
+type attemptReport struct {
+	Outcome Outcome
+	Ended   bool // the action reached a terminal state
+	Started bool // the adapter was called (prepare, read-back or execute)
+	Fenced  bool // the write fence passed
+}
+
+// safeCall runs an adapter method, turning a panic into an error result.
+func safeCall(class DeliveryClass, fenced bool, f func() Result) (r Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			r = errorResult(class, fenced, &PanicError{Value: v})
+		}
+	}()
+	return f()
+}
+
+// leaseRenew extends a held claim's lease to now+Lease, for lane members
+// that waited behind their head. It is refused once the claim is lost.
+func (e *Engine) leaseRenew(ctx context.Context, a *Action) error {
+	now := e.clk.Now().UTC()
+	lx := now.Add(e.cfg.Lease)
+	c := condHeld(a.Epoch, a.Owner).and(cond{
+		expr:  "#lx > :cnow",
+		names: map[string]string{"#lx": attrLease, "#dsk": attrDueSK},
+		vals:  map[string]types.AttributeValue{":cnow": avMs(now.Add(e.cfg.ClockSkew)), ":lx": avMs(lx), ":dsk": avS(timeSK(lx, a.Seq))},
+	})
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: e.table(), Key: actionKey(a.Partition, a.Seq),
+		UpdateExpression:    aws.String("SET #lx = :lx, #dsk = :dsk"),
+		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+	})
+	if err != nil {
+		return err
+	}
+	a.LeaseExpiresAt = lx
+	return nil
+}
+
+// fenceWrite sets the write fence (write_started_at) in its own conditional
+// write just before the provider call. It is refused when another claim took
+// the action, when it was erased, or when less than WriteMargin of the lease
+// is left.
+func (e *Engine) fenceWrite(ctx context.Context, a *Action) error {
+	now := e.clk.Now().UTC()
+	c := condHeld(a.Epoch, a.Owner).and(cond{
+		expr:  "#lx >= :margin",
+		names: map[string]string{"#lx": attrLease, "#wsa": attrWrite},
+		vals:  map[string]types.AttributeValue{":margin": avMs(now.Add(e.cfg.WriteMargin)), ":now": avMs(now)},
+	})
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: e.table(), Key: actionKey(a.Partition, a.Seq),
+		UpdateExpression:    aws.String("SET #wsa = :now"),
+		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+	})
+	if err != nil {
+		return err
+	}
+	a.WriteStartedAt = now
+	return nil
+}
+
+// release gives back a claimed action that was not started (a lane member
+// whose head did not end, or the drainer's deadline): the attempt does not
+// count. One whose write fence is set stays EXECUTING with its lease ended,
+// so the next claim reads back first.
+func (e *Engine) release(ctx context.Context, a *Action) error {
+	now := e.clk.Now().UTC()
+	var upd string
+	c := condHeld(a.Epoch, a.Owner).and(cond{
+		names: map[string]string{"#lx": attrLease, "#dsk": attrDueSK},
+		vals:  map[string]types.AttributeValue{":now": avMs(now), ":dsk": avS(timeSK(now, a.Seq))},
+	})
+	if a.WriteStartedAt.IsZero() {
+		upd = "SET #st = :adm, #nat = :now, #dsk = :dsk, #att = #att - :one REMOVE #lx, #own"
+		c.names["#st"], c.names["#nat"], c.names["#att"] = attrState, attrNext, attrAttempt
+		c.vals[":adm"], c.vals[":one"] = avS(string(StateADMITTED)), avN(1)
+		c = c.and(cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}})
+	} else {
+		upd = "SET #lx = :now, #dsk = :dsk REMOVE #own"
+	}
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
+		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("error releasing action %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// runAttempt carries out one attempt of a claimed action: read it (payload,
+// still ours?), renew its lease if it waited, read back when an earlier
+// attempt may have written, prepare, set the write fence, execute within
+// the margin, and write the outcome conditioned on the epoch and owner.
+func (e *Engine) runAttempt(ctx context.Context, claimed Action) (attemptReport, error) {
+	it, err := e.getActionItem(ctx, claimed.ID)
+	if err != nil {
+		return attemptReport{Outcome: OutcomeAbandoned}, nil //nolint:nilerr // erased: nothing to do
+	}
+	a, _ := decodeAction(it)
+	if a.State != StateEXECUTING || a.Epoch != claimed.Epoch || a.Owner != claimed.Owner {
+		return attemptReport{Outcome: OutcomeAbandoned}, nil
+	}
+	ad, ok := e.reg.Decodes(a.Kind, a.Variant)
+	if !ok {
+		return attemptReport{Outcome: OutcomeAbandoned}, e.release(ctx, &a)
+	}
+	spec := ad.Spec()
+	now := e.clk.Now()
+	if a.LeaseExpiresAt.Sub(now) < e.cfg.WriteMargin+e.cfg.ClockSkew {
+		if err := e.leaseRenew(ctx, &a); err != nil {
+			if isCondFailed(err) {
+				e.obs.FenceRefused(&a)
+				return attemptReport{Outcome: OutcomeAbandoned}, nil
+			}
+			return attemptReport{}, fmt.Errorf("error renewing lease of %s: %w", a.ID, err)
+		}
+	}
+	e.obs.AttemptStarted(&a)
+	att := &Attempt{Action: a, Number: a.Attempt, MayHaveWritten: !a.WriteStartedAt.IsZero()}
+	rep := attemptReport{Started: true}
+	res, readBack := Result{}, false
+
+	if att.MayHaveWritten && spec.Class == ReadBack {
+		readBack = true
+		rb, ok := ad.(ReadBacker)
+		if !ok {
+			res = Result{Outcome: OutcomeUncertain, Err: fmt.Errorf("kind %s reads back but its adapter has no ReadBack", a.Kind)}
+		} else {
+			res = safeCall(spec.Class, true, func() Result { return rb.ReadBack(ctx, att) })
+			if res.Outcome == OutcomeNone && res.Err != nil {
+				// The read-back failed: the effect may still exist.
+				res = Result{Outcome: OutcomeReread, Err: res.Err}
+			}
+			if res.Outcome == OutcomeCancelled && res.StopReason == "" {
+				res.StopReason = StopAbsent
+			}
+		}
+	}
+	if res.Outcome == OutcomeNone {
+		readBack = false
+		if pr, ok := ad.(Preparer); ok {
+			res = safeCall(spec.Class, false, func() Result { return pr.Prepare(ctx, att) })
+			if res.Outcome == OutcomeNone && res.Err != nil {
+				res = Result{Outcome: OutcomeRetry, Err: res.Err}
+			}
+		}
+	}
+	if res.Outcome == OutcomeNone {
+		if err := e.fenceWrite(ctx, &a); err != nil {
+			if isCondFailed(err) {
+				e.obs.FenceRefused(&a)
+				rep.Outcome = OutcomeAbandoned
+				return rep, nil
+			}
+			return rep, fmt.Errorf("error setting write fence of %s: %w", a.ID, err)
+		}
+		rep.Fenced = true
+		att.Action.WriteStartedAt = a.WriteStartedAt
+		xctx, cancel := context.WithTimeout(ctx, e.cfg.WriteMargin-e.cfg.ClockSkew)
+		res = safeCall(spec.Class, true, func() Result { return ad.Execute(xctx, att) })
+		cancel()
+		res = normalizeResult(spec.Class, true, res)
+	} else if !readBack {
+		res = normalizeResult(spec.Class, false, res)
+	} else if res.Outcome == OutcomeReread {
+		res = normalizeResult(spec.Class, true, res)
+	}
+	rep.Outcome = res.Outcome
+	d := decide(res, a.Attempt, a.MaxAttempts, time.Duration(e.backoff(a.Attempt)))
+	ended, err := e.applyDecision(ctx, &a, d, res)
+	rep.Ended = ended
+	return rep, err
+}
+
+// applyDecision writes what an attempt decided, guarded by the claim's
+// epoch and owner.
+func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res Result) (bool, error) {
+	if !d.Write {
+		return false, nil
+	}
+	if d.To.Ended() {
+		_, err := e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: condHeld(a.Epoch, a.Owner), Result: res})
+		if err != nil {
+			if isCondFailed(err) {
+				e.obs.FenceRefused(a)
+				return false, nil
+			}
+			return false, err
+		}
+		return true, nil
+	}
+	now := e.clk.Now().UTC()
+	at := now.Add(d.Wait)
+	c := condHeld(a.Epoch, a.Owner).and(cond{
+		names: map[string]string{"#lx": attrLease, "#dsk": attrDueSK, "#own": attrOwner},
+		vals:  map[string]types.AttributeValue{":at": avMs(at), ":dsk": avS(timeSK(at, a.Seq))},
+	})
+	var upd string
+	switch d.To {
+	case StateADMITTED:
+		upd = "SET #st = :adm, #nat = :at, #dsk = :dsk"
+		c.names["#st"], c.names["#nat"], c.names["#wsa"] = attrState, attrNext, attrWrite
+		c.vals[":adm"] = avS(string(StateADMITTED))
+		if d.Uncount {
+			upd += ", #att = #att - :one"
+			c.names["#att"] = attrAttempt
+			c.vals[":one"] = avN(1)
+		}
+		upd += " REMOVE #lx, #own, #wsa"
+	case StateEXECUTING:
+		// Reread: keep the fence; the lease ends after the wait and the
+		// next claim reads back first.
+		upd = "SET #lx = :at, #dsk = :dsk REMOVE #own"
+	default:
+		return false, fmt.Errorf("outbox: no write for decision to %s", d.To)
+	}
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
+		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+	})
+	if err != nil {
+		if isCondFailed(err) {
+			e.obs.FenceRefused(a)
+			return false, nil
+		}
+		return false, fmt.Errorf("error writing %s outcome of %s: %w", res.Outcome, a.ID, err)
+	}
+	return false, nil
+}

@@ -1,0 +1,465 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// FenceTake takes the claim fence of a partition for owner until the given
+// time: claim_version rises by one and is returned. It is refused (with
+// ErrFenceRefused) while another owner's lease on the fence runs.
+func (e *Engine) FenceTake(ctx context.Context, p int, owner string, until time.Time) (int64, error) {
+	now := e.clk.Now()
+	out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        e.table(),
+		Key:              key(partitionPK(p), skFence),
+		UpdateExpression: aws.String("SET #cv = if_not_exists(#cv, :zero) + :one, #o = :o, #olx = :until"),
+		ConditionExpression: aws.String(
+			"attribute_not_exists(#cv) OR #olx <= :now OR #o = :o"),
+		ExpressionAttributeNames: map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#olx": attrFenceLease},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":zero": avN(0), ":one": avN(1), ":o": avS(owner), ":until": avMs(until), ":now": avMs(now),
+		},
+		ReturnValues: types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		if isCondFailed(err) {
+			return 0, fmt.Errorf("partition %d: %w", p, ErrFenceRefused)
+		}
+		return 0, fmt.Errorf("error taking claim fence of partition %d: %w", p, err)
+	}
+	return getN(out.Attributes, attrClaimVersion), nil
+}
+
+// FenceRelease ends owner's lease on a partition's fence (only if its
+// version is still the newest), so the next drainer need not wait.
+func (e *Engine) FenceRelease(ctx context.Context, p int, owner string, version int64) error {
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(p), skFence),
+		UpdateExpression:          aws.String("SET #olx = :now"),
+		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
+		ExpressionAttributeNames:  map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#olx": attrFenceLease},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": avN(version), ":o": avS(owner), ":now": avMs(e.clk.Now())},
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("error releasing claim fence of partition %d: %w", p, err)
+	}
+	return nil
+}
+
+// candidate is a row the due index proposed.
+type candidate struct {
+	a     Action
+	class DeliveryClass
+}
+
+// ClaimParams describes one claim of a partition.
+type ClaimParams struct {
+	Owner   string // the claimer; every later write of the claim names it
+	Version int64  // the claim fence version the claimer holds
+	Limit   int    // actions at most
+	OnlyID  string // claim only this action (RunNow)
+}
+
+// ClaimResult is what a claim took.
+type ClaimResult struct {
+	Groups    [][]Action // claimed actions; each group is one lane's run, in lane order
+	Claimed   int
+	Conflicts int  // candidates refused by their write's condition or a conflict
+	Short     bool // fewer than proposed could be claimed
+}
+
+// dueCandidates reads due rows of a partition from the due index, oldest
+// first, keeping those this build decodes and may claim now.
+func (e *Engine) dueCandidates(ctx context.Context, p int, now time.Time, want int) ([]candidate, error) {
+	var out []candidate
+	var start map[string]types.AttributeValue
+	for page := 0; page < 20; page++ {
+		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                e.table(),
+			IndexName:                aws.String(IndexDue),
+			KeyConditionExpression:   aws.String("#dpk = :dpk AND #dsk < :upto"),
+			ExpressionAttributeNames: map[string]string{"#dpk": attrDuePK, "#dsk": attrDueSK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":dpk": avS(duePK(p)), ":upto": avS(timeSK(now.Add(time.Millisecond), 0)),
+			},
+			ExclusiveStartKey: start,
+			Limit:             aws.Int32(int32(max(2*want, 32))),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error reading due index of partition %d: %w", p, err)
+		}
+		for _, it := range q.Items {
+			a, ok := decodeAction(it)
+			if !ok {
+				continue
+			}
+			ad, ok := e.reg.Decodes(a.Kind, a.Variant)
+			if !ok {
+				continue // rolling upgrade: not ours to touch
+			}
+			c := candidate{a: a, class: ad.Spec().Class}
+			if !claimable(c, now) {
+				continue
+			}
+			out = append(out, c)
+		}
+		if q.LastEvaluatedKey == nil || len(out) >= 2*want {
+			break
+		}
+		start = q.LastEvaluatedKey
+	}
+	return out, nil
+}
+
+// claimable reports whether a proposed row may be claimed now (the write's
+// condition checks it again on the base table).
+func claimable(c candidate, now time.Time) bool {
+	a := c.a
+	if a.Attempt >= a.MaxAttempts {
+		return false // the reaper ends it
+	}
+	switch a.State {
+	case StateADMITTED:
+		if !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now) {
+			return false // the reaper cancels it
+		}
+		return c.class != AtMostOnce || a.WriteStartedAt.IsZero()
+	case StateEXECUTING:
+		if a.LeaseExpiresAt.After(now) {
+			return false
+		}
+		return c.class != AtMostOnce || a.WriteStartedAt.IsZero()
+	}
+	return false
+}
+
+// selectGroups orders candidates into lane groups: each group starts at a
+// candidate whose predecessor is not a candidate and continues along the
+// lane chain. Groups come in order of their oldest member; the total is
+// capped at limit actions and the transaction's item limit.
+func selectGroups(cands []candidate, limit int) [][]candidate {
+	bySeq := map[int64]int{}
+	for i, c := range cands {
+		bySeq[c.a.Seq] = i
+	}
+	next := map[int64]int{} // predecessor seq -> candidate index
+	for i, c := range cands {
+		if c.a.PrevSeq != 0 {
+			if _, in := bySeq[c.a.PrevSeq]; in {
+				next[c.a.PrevSeq] = i
+			}
+		}
+	}
+	root := func(i int) int {
+		for n := 0; n < len(cands); n++ {
+			j, in := bySeq[cands[i].a.PrevSeq]
+			if cands[i].a.PrevSeq == 0 || !in {
+				return i
+			}
+			i = j
+		}
+		return i
+	}
+	var groups [][]candidate
+	taken := map[int]bool{}
+	items, total := 1, 0 // the fence check
+	for i := range cands {
+		r := root(i)
+		if taken[r] {
+			continue
+		}
+		taken[r] = true
+		var g []candidate
+		need := 0
+		if cands[r].a.PrevSeq != 0 {
+			need = 1 // the predecessor check
+		}
+		for j, ok := r, true; ok && total < limit && items+need+1 <= MaxTransactItems; j, ok = next[cands[j].a.Seq] {
+			g = append(g, cands[j])
+			total++
+			items += need + 1
+			need = 0
+		}
+		if len(g) > 0 {
+			groups = append(groups, g)
+		}
+		if total >= limit {
+			break
+		}
+	}
+	return groups
+}
+
+// predecessorsLive reads the predecessors of group heads (outside the
+// batch) and reports which are still live: their lanes are blocked and are
+// left out before the transaction rather than failing it.
+func (e *Engine) predecessorsLive(ctx context.Context, p int, groups [][]candidate) (map[int64]bool, error) {
+	live := map[int64]bool{}
+	var keys []map[string]types.AttributeValue
+	for _, g := range groups {
+		if prev := g[0].a.PrevSeq; prev != 0 {
+			keys = append(keys, actionKey(p, prev))
+		}
+	}
+	now := e.clk.Now()
+	for len(keys) > 0 {
+		n := min(len(keys), 100)
+		out, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {
+				Keys: keys[:n], ConsistentRead: aws.Bool(true),
+				ProjectionExpression:     aws.String("sk, #st, #ttl"),
+				ExpressionAttributeNames: map[string]string{"#st": attrState, "#ttl": attrTTL},
+			}},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error reading lane predecessors of partition %d: %w", p, err)
+		}
+		for _, it := range out.Responses[e.cfg.Table] {
+			if st := State(getS(it, attrState)); !st.Ended() && !expiredByTTL(it, now) {
+				var seq int64
+				fmt.Sscanf(getS(it, attrSK), "A#%d", &seq)
+				live[seq] = true
+			}
+		}
+		keys = keys[n:]
+		if un, ok := out.UnprocessedKeys[e.cfg.Table]; ok && len(un.Keys) > 0 {
+			keys = append(keys, un.Keys...)
+		}
+	}
+	return live, nil
+}
+
+var endedStates = []State{StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED}
+
+// claimUpdate builds the conditional update that claims one candidate.
+func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDue bool) types.TransactWriteItem {
+	a := c.a
+	cd := condState(a.State, a.Epoch).and(cond{
+		expr:  "#att < #max AND #att = :catt",
+		names: map[string]string{"#att": attrAttempt, "#max": attrMax},
+		vals:  map[string]types.AttributeValue{":catt": avN(int64(a.Attempt))},
+	})
+	switch a.State {
+	case StateADMITTED:
+		due := "#nat <= :cnow AND "
+		if anyDue {
+			due = "attribute_exists(#nat) AND "
+		}
+		cd = cd.and(cond{
+			expr:  due + "(attribute_not_exists(#xa) OR #xa > :cnow)",
+			names: map[string]string{"#nat": attrNext, "#xa": attrExpires},
+			vals:  map[string]types.AttributeValue{":cnow": avMs(now)},
+		})
+	case StateEXECUTING:
+		cd = cd.and(cond{
+			expr:  "#lx <= :cnow",
+			names: map[string]string{"#lx": attrLease},
+			vals:  map[string]types.AttributeValue{":cnow": avMs(now)},
+		})
+	}
+	if c.class == AtMostOnce {
+		// Once its write started, an at-most-once action is never taken again.
+		cd = cd.and(cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}})
+	}
+	cd = cd.and(cond{
+		names: map[string]string{"#own": attrOwner, "#dsk": attrDueSK},
+		vals: map[string]types.AttributeValue{
+			":exec": avS(string(StateEXECUTING)), ":nep": avN(a.Epoch + 1), ":natt": avN(int64(a.Attempt + 1)),
+			":lx": avMs(lx), ":own": avS(owner), ":dsk": avS(timeSK(lx, a.Seq)),
+		},
+	})
+	cd.names["#lx"] = attrLease
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 e.table(),
+		Key:                       actionKey(a.Partition, a.Seq),
+		UpdateExpression:          aws.String("SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own, #dsk = :dsk"),
+		ConditionExpression:       aws.String(cd.expr),
+		ExpressionAttributeNames:  cd.names,
+		ExpressionAttributeValues: cd.vals,
+	}}
+}
+
+// predecessorCheck builds the check that a lane predecessor has ended or is
+// gone, on the base table.
+func (e *Engine) predecessorCheck(p int, prev int64) types.TransactWriteItem {
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                e.table(),
+		Key:                      actionKey(p, prev),
+		ConditionExpression:      aws.String("attribute_not_exists(pk) OR #st IN (:d, :u, :f, :c)"),
+		ExpressionAttributeNames: map[string]string{"#st": attrState},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":d": avS(string(endedStates[0])), ":u": avS(string(endedStates[1])),
+			":f": avS(string(endedStates[2])), ":c": avS(string(endedStates[3])),
+		},
+	}}
+}
+
+// Claim claims the oldest due claimable actions of a partition, by (due
+// time, seq), in one TransactWriteItems that also checks the claim fence
+// version and each lane group head's predecessor. Candidates refused by
+// their condition (and their lane successors) are dropped and the rest tried
+// again: a short batch, not a failure. A stale fence gives ErrFenceRefused.
+func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult, error) {
+	now := e.clk.Now().UTC()
+	lx := now.Add(e.cfg.Lease)
+	limit := cp.Limit
+	if limit <= 0 {
+		limit = e.cfg.BatchSize
+	}
+	var cands []candidate
+	if cp.OnlyID != "" {
+		it, err := e.getActionItem(ctx, cp.OnlyID)
+		if err != nil {
+			return nil, err
+		}
+		a, _ := decodeAction(it)
+		a.Payload = nil
+		if ad, ok := e.reg.Decodes(a.Kind, a.Variant); ok {
+			if c := (candidate{a: a, class: ad.Spec().Class}); a.Partition == p && claimable(c, now) {
+				cands = append(cands, c)
+			}
+		}
+	} else {
+		var err error
+		cands, err = e.dueCandidates(ctx, p, now, limit)
+		if err != nil {
+			return nil, err
+		}
+	}
+	res := &ClaimResult{}
+	groups := selectGroups(cands, limit)
+	proposed := 0
+	for _, g := range groups {
+		proposed += len(g)
+	}
+	if len(groups) > 0 {
+		live, err := e.predecessorsLive(ctx, p, groups)
+		if err != nil {
+			return nil, err
+		}
+		kept := groups[:0]
+		for _, g := range groups {
+			if !live[g[0].a.PrevSeq] {
+				kept = append(kept, g)
+			}
+		}
+		groups = kept
+	}
+	for round := 0; len(groups) > 0 && round < 6; round++ {
+		items := []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
+			TableName:                 e.table(),
+			Key:                       key(partitionPK(p), skFence),
+			ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
+			ExpressionAttributeNames:  map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": avN(cp.Version), ":o": avS(cp.Owner)},
+		}}}
+		type pos struct{ g, m int }
+		at := map[int]pos{}
+		for gi, g := range groups {
+			if g[0].a.PrevSeq != 0 {
+				at[len(items)] = pos{gi, -1}
+				items = append(items, e.predecessorCheck(p, g[0].a.PrevSeq))
+			}
+			for mi, c := range g {
+				at[len(items)] = pos{gi, mi}
+				// Run now takes an admitted action whatever its due time.
+				items = append(items, e.claimUpdate(c, cp.Owner, now, lx, cp.OnlyID != ""))
+			}
+		}
+		tok := e.token()
+		err := e.transact(ctx, items, tok)
+		if err == nil {
+			for _, g := range groups {
+				run := make([]Action, len(g))
+				for i, c := range g {
+					a := c.a
+					a.State, a.Epoch, a.Attempt, a.LeaseExpiresAt, a.Owner = StateEXECUTING, a.Epoch+1, a.Attempt+1, lx, cp.Owner
+					run[i] = a
+				}
+				res.Groups = append(res.Groups, run)
+				res.Claimed += len(run)
+			}
+			break
+		}
+		reasons, ok := cancelReasons(err)
+		if !ok {
+			if isAmbiguous(err) {
+				return e.claimReadBack(ctx, groups, cp.Owner, res, proposed)
+			}
+			return nil, fmt.Errorf("error claiming partition %d: %w", p, err)
+		}
+		if len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+			return nil, fmt.Errorf("partition %d version %d: %w", p, cp.Version, ErrFenceRefused)
+		}
+		// Drop refused candidates and everything behind them in their lane.
+		cut := map[int]int{} // group -> first member to drop (-1: whole group)
+		for i, code := range reasons {
+			if code == "" || code == "None" || i == 0 {
+				continue
+			}
+			ps, ok := at[i]
+			if !ok {
+				continue
+			}
+			res.Conflicts++
+			if old, seen := cut[ps.g]; !seen || ps.m < old {
+				cut[ps.g] = ps.m
+			}
+		}
+		if len(cut) == 0 {
+			continue // only conflicts without a culprit: try again
+		}
+		kept := groups[:0]
+		for gi, g := range groups {
+			m, dropped := cut[gi]
+			switch {
+			case !dropped:
+				kept = append(kept, g)
+			case m > 0:
+				kept = append(kept, g[:m])
+			}
+		}
+		groups = kept
+	}
+	res.Short = res.Claimed < proposed
+	e.obs.ClaimFinished(p, res.Claimed, res.Conflicts, res.Short)
+	return res, nil
+}
+
+// claimReadBack settles an ambiguous claim: the transaction was retried with
+// its token and still has no answer, so read each candidate back and keep
+// those that carry our epoch and owner.
+func (e *Engine) claimReadBack(ctx context.Context, groups [][]candidate, owner string, res *ClaimResult, proposed int) (*ClaimResult, error) {
+	for _, g := range groups {
+		var run []Action
+		for _, c := range g {
+			it, err := e.getActionItem(ctx, c.a.ID)
+			if errors.Is(err, ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("error reading back claim of %s: %w", c.a.ID, err)
+			}
+			a, _ := decodeAction(it)
+			if a.State != StateEXECUTING || a.Epoch != c.a.Epoch+1 || a.Owner != owner {
+				break
+			}
+			a.Payload = nil
+			run = append(run, a)
+		}
+		if len(run) > 0 {
+			res.Groups = append(res.Groups, run)
+			res.Claimed += len(run)
+		}
+	}
+	res.Short = res.Claimed < proposed
+	return res, nil
+}

@@ -1,0 +1,305 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DrainParams tunes one drain.
+type DrainParams struct {
+	Owner       string    // the drainer's id; default: a fresh random one
+	Deadline    time.Time // stop claiming and starting when it nears; zero = no deadline
+	BatchSize   int       // default Config.BatchSize
+	Concurrency int       // lane groups run at once; default 4
+}
+
+// DrainResult counts what a drain did.
+type DrainResult struct {
+	Claimed, Started, Ended, Released      int
+	ShortBatches, Conflicts, FenceRefusals int
+	More                                   bool // stopped with work left (deadline)
+}
+
+func (r *DrainResult) add(o *DrainResult) {
+	r.Claimed += o.Claimed
+	r.Started += o.Started
+	r.Ended += o.Ended
+	r.Released += o.Released
+	r.ShortBatches += o.ShortBatches
+	r.Conflicts += o.Conflicts
+	r.FenceRefusals += o.FenceRefusals
+	r.More = r.More || o.More
+}
+
+const maxBatchesPerDrain = 64
+
+func (e *Engine) drainDefaults(p DrainParams) DrainParams {
+	if p.Owner == "" {
+		p.Owner = fmt.Sprintf("d-%016x", e.uint64())
+	}
+	if p.BatchSize <= 0 {
+		p.BatchSize = e.cfg.BatchSize
+	}
+	if p.Concurrency <= 0 {
+		p.Concurrency = 4
+	}
+	return p
+}
+
+// nearDeadline reports whether there is too little time left to start an
+// attempt: it must be able to finish inside the write margin.
+func (e *Engine) nearDeadline(p DrainParams) bool {
+	return !p.Deadline.IsZero() && e.clk.Now().Add(e.cfg.WriteMargin).After(p.Deadline)
+}
+
+// DrainPartition takes a partition's claim fence, then claims and runs
+// batches until nothing is due or the deadline nears, and releases the
+// fence. A fence held by another drainer is not an error: the result counts
+// a fence refusal.
+func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParams) (*DrainResult, error) {
+	if partition < 0 || partition >= e.cfg.Partitions {
+		return nil, &ValidationError{Field: "partition", Message: fmt.Sprintf("partition %d is not in [0, %d)", partition, e.cfg.Partitions)}
+	}
+	p = e.drainDefaults(p)
+	res := &DrainResult{}
+	if e.nearDeadline(p) {
+		res.More = true
+		return res, nil
+	}
+	until := e.clk.Now().Add(e.cfg.Lease)
+	if !p.Deadline.IsZero() && p.Deadline.Before(until) {
+		until = p.Deadline
+	}
+	v, err := e.FenceTake(ctx, partition, p.Owner, until)
+	if errors.Is(err, ErrFenceRefused) {
+		res.FenceRefusals++
+		return res, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// A fresh context: the fence should be released even when ctx ended.
+		_ = e.FenceRelease(context.WithoutCancel(ctx), partition, p.Owner, v)
+	}()
+	for batch := 0; batch < maxBatchesPerDrain; batch++ {
+		if e.nearDeadline(p) {
+			res.More = true
+			break
+		}
+		cr, err := e.Claim(ctx, partition, ClaimParams{Owner: p.Owner, Version: v, Limit: p.BatchSize})
+		if errors.Is(err, ErrFenceRefused) {
+			res.FenceRefusals++
+			break
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Claimed += cr.Claimed
+		res.Conflicts += cr.Conflicts
+		if cr.Short {
+			res.ShortBatches++
+		}
+		if cr.Claimed == 0 {
+			break
+		}
+		if err := e.runGroups(ctx, cr.Groups, p, res); err != nil {
+			return res, err
+		}
+		if cr.Claimed < p.BatchSize && !cr.Short {
+			break // the partition had no more due work
+		}
+	}
+	return res, nil
+}
+
+// runGroups runs claimed lane groups, up to p.Concurrency at once; inside a
+// group one after another, in lane order. When a member does not end, the
+// members behind it are released: they must not run before it ends.
+func (e *Engine) runGroups(ctx context.Context, groups [][]Action, p DrainParams, res *DrainResult) error {
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, p.Concurrency)
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(g []Action) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			local := &DrainResult{}
+			err := e.runGroup(ctx, g, p, local)
+			mu.Lock()
+			defer mu.Unlock()
+			res.add(local)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}(g)
+	}
+	wg.Wait()
+	return firstErr
+}
+
+func (e *Engine) runGroup(ctx context.Context, g []Action, p DrainParams, res *DrainResult) error {
+	for i := range g {
+		if ctx.Err() != nil || e.nearDeadline(p) {
+			return e.releaseRest(ctx, g[i:], res)
+		}
+		rep, err := e.runAttempt(ctx, g[i])
+		if rep.Started {
+			res.Started++
+		}
+		if rep.Ended {
+			res.Ended++
+		}
+		if err != nil {
+			_ = e.releaseRest(context.WithoutCancel(ctx), g[i+1:], res)
+			return err
+		}
+		if !rep.Ended {
+			return e.releaseRest(ctx, g[i+1:], res)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) releaseRest(ctx context.Context, rest []Action, res *DrainResult) error {
+	for i := range rest {
+		if err := e.release(context.WithoutCancel(ctx), &rest[i]); err != nil {
+			return err
+		}
+		res.Released++
+	}
+	return nil
+}
+
+// Sweep drains every partition once, one after another.
+func (e *Engine) Sweep(ctx context.Context, p DrainParams) (*DrainResult, error) {
+	p = e.drainDefaults(p)
+	total := &DrainResult{}
+	for part := 0; part < e.cfg.Partitions; part++ {
+		r, err := e.DrainPartition(ctx, part, p)
+		if r != nil {
+			total.add(r)
+		}
+		if err != nil {
+			return total, fmt.Errorf("error draining partition %d: %w", part, err)
+		}
+	}
+	return total, nil
+}
+
+// RunNow carries out one admitted action immediately, through the same claim
+// fence, claim and write fence as the drainer. It must be its lane's head
+// (its predecessor ended); otherwise, or when a drainer holds the partition,
+// the action is returned unchanged.
+func (e *Engine) RunNow(ctx context.Context, id string) (*Action, error) {
+	a, err := e.ActionGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if a.State != StateADMITTED {
+		return nil, &TransitionError{ID: id, From: a.State, To: StateEXECUTING}
+	}
+	p := e.drainDefaults(DrainParams{})
+	v, err := e.FenceTake(ctx, a.Partition, p.Owner, e.clk.Now().Add(e.cfg.Lease))
+	if err != nil {
+		if errors.Is(err, ErrFenceRefused) {
+			return a, nil
+		}
+		return nil, err
+	}
+	defer func() { _ = e.FenceRelease(context.WithoutCancel(ctx), a.Partition, p.Owner, v) }()
+	cr, err := e.Claim(ctx, a.Partition, ClaimParams{Owner: p.Owner, Version: v, Limit: 1, OnlyID: id})
+	if err != nil {
+		return nil, err
+	}
+	if cr.Claimed == 1 {
+		if _, err := e.runAttempt(ctx, cr.Groups[0][0]); err != nil {
+			return nil, err
+		}
+	}
+	return e.ActionGet(ctx, id)
+}
+
+// Drain is a helper for users' tests: it makes every waiting action due
+// (next attempts and Reread waits brought forward to now) and drains every
+// partition until nothing is due.
+func (e *Engine) Drain(ctx context.Context) error {
+	for round := 0; round < 100; round++ {
+		if err := e.makeDue(ctx); err != nil {
+			return err
+		}
+		r, err := e.Sweep(ctx, DrainParams{})
+		if err != nil {
+			return err
+		}
+		if r.Claimed == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("outbox: drain did not settle after 100 rounds")
+}
+
+// makeDue brings every waiting ADMITTED action and every unheld EXECUTING
+// action (a Reread wait) forward to now.
+func (e *Engine) makeDue(ctx context.Context) error {
+	now := e.clk.Now().UTC()
+	for part := 0; part < e.cfg.Partitions; part++ {
+		var start map[string]types.AttributeValue
+		for {
+			q, err := e.db.Query(ctx, &dynamodb.QueryInput{
+				TableName: e.table(), IndexName: aws.String(IndexDue),
+				KeyConditionExpression:    aws.String("#dpk = :dpk AND #dsk >= :from"),
+				ExpressionAttributeNames:  map[string]string{"#dpk": attrDuePK, "#dsk": attrDueSK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":dpk": avS(duePK(part)), ":from": avS(timeSK(now, 0))},
+				ExclusiveStartKey:         start,
+			})
+			if err != nil {
+				return fmt.Errorf("error reading due index of partition %d: %w", part, err)
+			}
+			for _, it := range q.Items {
+				a, ok := decodeAction(it)
+				if !ok {
+					continue
+				}
+				var upd string
+				c := condState(a.State, a.Epoch)
+				c.names["#dsk"] = attrDueSK
+				c.vals[":dsk"] = avS(timeSK(now, a.Seq))
+				c.vals[":now"] = avMs(now)
+				switch {
+				case a.State == StateADMITTED:
+					upd = "SET #nat = :now, #dsk = :dsk"
+					c.names["#nat"] = attrNext
+				case a.State == StateEXECUTING:
+					upd = "SET #lx = :now, #dsk = :dsk"
+					c.names["#lx"] = attrLease
+					c = c.and(cond{expr: "attribute_not_exists(#own)", names: map[string]string{"#own": attrOwner}})
+				default:
+					continue
+				}
+				_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
+					ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+				})
+				if err != nil && !isCondFailed(err) {
+					return fmt.Errorf("error making %s due: %w", a.ID, err)
+				}
+			}
+			if q.LastEvaluatedKey == nil {
+				break
+			}
+			start = q.LastEvaluatedKey
+		}
+	}
+	return nil
+}
