@@ -1,0 +1,19 @@
+// Package expr is the expression language and value semantics of Ferry's
+// embedded DynamoDB: it parses and evaluates ConditionExpression,
+// FilterExpression, UpdateExpression, ProjectionExpression and
+// KeyConditionExpression, and it owns DynamoDB's rules for attribute values
+// (number precision and range, ordering, equality, item sizes).
+//
+// Values are aws-sdk-go-v2 types (types.AttributeValue) so the storage engine
+// and the HTTP front end share one representation with the SDK. Numbers are
+// exact decimals (github.com/cockroachdb/apd/v3) with DynamoDB's 38
+// significant digits, never float64.
+//
+// Every refusal is an *Error, the ValidationException class, worded the way
+// DynamoDB words it where the wording is known. The behaviour follows the AWS
+// DynamoDB Developer Guide pages "Condition and filter expressions, operators,
+// and functions", "Using update expressions", "Using projection
+// expressions", "Expression attribute names (aliases)", "Using expression
+// attribute values", "Item sizes and formats" and "Key condition
+// expressions"; the subtle cases cite their source next to the code.
+package expr

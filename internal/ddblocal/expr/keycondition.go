@@ -1,0 +1,208 @@
+package expr
+
+import (
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// KeyCondition is a parsed KeyConditionExpression (Developer Guide, "Key
+// condition expressions for the Query operation"): an equality on the
+// partition key and at most one condition on the sort key.
+type KeyCondition struct {
+	HashName  string
+	HashValue types.AttributeValue
+	RangeName string // "" when there is no sort key condition
+	// RangeOp is one of "=", "<", "<=", ">", ">=", "BETWEEN", "begins_with".
+	RangeOp     string
+	RangeValues []types.AttributeValue // 1 value, or 2 for BETWEEN
+}
+
+// keyTerm is one condition of a key condition expression.
+type keyTerm struct {
+	name   string
+	op     string
+	values []types.AttributeValue
+}
+
+// ParseKeyCondition parses a KeyConditionExpression. When both conditions
+// are equalities the parser cannot tell the partition key from the sort key
+// and takes the first as the partition key; ForSchema settles it against
+// the table's key schema.
+func ParseKeyCondition(s string, u *Usage) (*KeyCondition, error) {
+	p := newParser(s, kindKeyCondition, u)
+	var terms []keyTerm
+	if err := p.run(func() { terms = p.parseKeyConjunction() }); err != nil {
+		return nil, err
+	}
+	switch len(terms) {
+	case 1:
+		if terms[0].op != "=" {
+			return nil, errorf("Query key condition not supported")
+		}
+		return &KeyCondition{HashName: terms[0].name, HashValue: terms[0].values[0]}, nil
+	case 2:
+		if terms[0].name == terms[1].name {
+			return nil, errorf("KeyConditionExpressions must only contain one condition per key")
+		}
+		h, r := terms[0], terms[1]
+		if h.op != "=" {
+			h, r = r, h
+		}
+		if h.op != "=" {
+			return nil, errorf("Query key condition not supported")
+		}
+		return &KeyCondition{HashName: h.name, HashValue: h.values[0], RangeName: r.name, RangeOp: r.op, RangeValues: r.values}, nil
+	}
+	return nil, errorf("Conditions can be of length 1 or 2 only")
+}
+
+// ForSchema checks the condition against a table's or index's key schema
+// (rangeKey "" when there is no sort key) and returns it with the partition
+// and sort key conditions in their right places.
+func (k *KeyCondition) ForSchema(hashKey, rangeKey string) (*KeyCondition, error) {
+	out := *k
+	if out.HashName != hashKey && out.RangeName == hashKey && out.RangeOp == "=" {
+		out.HashName, out.RangeName = out.RangeName, out.HashName
+		out.HashValue, out.RangeValues = out.RangeValues[0], []types.AttributeValue{out.HashValue}
+	}
+	if out.HashName != hashKey {
+		if out.RangeName == hashKey || out.HashName == rangeKey {
+			return nil, errorf("Query key condition not supported")
+		}
+		return nil, errorf("Query condition missed key schema element: %s", hashKey)
+	}
+	if out.RangeName != "" && out.RangeName != rangeKey {
+		return nil, errorf("Query condition missed key schema element: %s", orNone(rangeKey))
+	}
+	return &out, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func (p *parser) parseKeyConjunction() []keyTerm {
+	terms := p.parseKeyTerm()
+	for {
+		if p.isKeyword("AND") {
+			p.next()
+			terms = append(terms, p.parseKeyTerm()...)
+			continue
+		}
+		if p.isKeyword("OR") || p.isKeyword("NOT") {
+			p.failRaw("Invalid operator used in KeyConditionExpression: %s", strings.ToUpper(p.peek().text))
+		}
+		return terms
+	}
+}
+
+func (p *parser) parseKeyTerm() []keyTerm {
+	if p.peek().kind == tokLParen {
+		p.next()
+		terms := p.parseKeyConjunction()
+		p.expect(tokRParen)
+		return terms
+	}
+	if p.isKeyword("NOT") {
+		p.failRaw("Invalid operator used in KeyConditionExpression: NOT")
+	}
+	if p.peek().kind == tokIdent && p.peekAt(1).kind == tokLParen {
+		name := p.next().text
+		p.next()
+		if name != "begins_with" {
+			if _, ok := conditionFunctions[name]; ok || name == "size" {
+				p.failRaw("Invalid operator used in KeyConditionExpression: %s", name)
+			}
+			p.fail("Invalid function name; function: %s", name)
+		}
+		path := p.parseKeyPath()
+		p.expect(tokComma)
+		v := p.parseValueRef()
+		p.expect(tokRParen)
+		if v != nil {
+			if tc := TypeCode(v); tc != typeS && tc != typeB {
+				p.semantic("Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", tc)
+			}
+		}
+		return []keyTerm{{name: path, op: "begins_with", values: []types.AttributeValue{v}}}
+	}
+	if p.peek().kind == tokValue {
+		// ":v = pk": DynamoDB accepts the value first; flip it.
+		v := p.parseValueRef()
+		op := p.parseKeyComparator()
+		name := p.parseKeyPath()
+		return []keyTerm{{name: name, op: flip(op), values: []types.AttributeValue{v}}}
+	}
+	name := p.parseKeyPath()
+	if p.isKeyword("BETWEEN") {
+		p.next()
+		lo := p.parseKeyValue()
+		if !p.isKeyword("AND") {
+			p.syntaxError()
+		}
+		p.next()
+		hi := p.parseKeyValue()
+		if lo != nil && hi != nil {
+			if c, ok := Compare(lo, hi); ok && c > 0 {
+				p.semantic("The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", describeValue(lo), describeValue(hi))
+			}
+		}
+		return []keyTerm{{name: name, op: "BETWEEN", values: []types.AttributeValue{lo, hi}}}
+	}
+	if p.isKeyword("IN") {
+		p.failRaw("Invalid operator used in KeyConditionExpression: IN")
+	}
+	op := p.parseKeyComparator()
+	v := p.parseKeyValue()
+	return []keyTerm{{name: name, op: op, values: []types.AttributeValue{v}}}
+}
+
+func (p *parser) parseKeyComparator() string {
+	t := p.peek()
+	switch t.kind {
+	case tokEq, tokLt, tokLe, tokGt, tokGe:
+		p.next()
+		return t.text
+	case tokNe:
+		p.failRaw("Unsupported operator in KeyConditionExpression: <>")
+	}
+	p.syntaxError()
+	return ""
+}
+
+// parseKeyValue parses the value side of a key condition, which must be a
+// :value.
+func (p *parser) parseKeyValue() types.AttributeValue {
+	if p.atPathStart() {
+		p.parsePath()
+		p.failRaw("Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition")
+	}
+	return p.parseValueRef()
+}
+
+// parseKeyPath parses a key attribute, which must be top-level.
+func (p *parser) parseKeyPath() string {
+	path := p.parsePath()
+	if len(path) > 1 {
+		p.failRaw("KeyConditionExpressions cannot have conditions on nested attributes")
+	}
+	return path[0].name
+}
+
+func flip(op string) string {
+	switch op {
+	case "<":
+		return ">"
+	case "<=":
+		return ">="
+	case ">":
+		return "<"
+	case ">=":
+		return "<="
+	}
+	return op
+}
