@@ -7,14 +7,15 @@ import (
 	"github.com/ferryhq/ferry/internal/clock"
 )
 
-// Budget decides, from an invocation's deadline, when to stop claiming: an
-// attempt started just before the Lambda is frozen would lose its lease, so
-// the handler keeps a reserve at the end of the invocation for the attempts
-// already started to finish and for releasing what was claimed but not
-// started.
+// Budget turns an invocation's deadline into the engine's drain deadline.
+// The engine starts no attempt that could not finish, inside its write
+// margin, before that deadline, and releases what it claimed but did not
+// start; the budget keeps a further reserve at the very end of the
+// invocation for the last end writes and the fence release, so the Lambda
+// is never frozen in the middle of them.
 type Budget struct {
-	// Reserve is kept at the end of the invocation; default 20s. It never
-	// takes more than half of the time left.
+	// Reserve is kept at the end of the invocation; default 5s. It never
+	// takes more than a quarter of the time left.
 	Reserve time.Duration
 	// Fallback is the time budget when the context has no deadline (tests,
 	// ferry dev); default 30s.
@@ -23,7 +24,7 @@ type Budget struct {
 
 func (b Budget) withDefaults() Budget {
 	if b.Reserve <= 0 {
-		b.Reserve = 20 * time.Second
+		b.Reserve = 5 * time.Second
 	}
 	if b.Fallback <= 0 {
 		b.Fallback = 30 * time.Second
@@ -31,7 +32,8 @@ func (b Budget) withDefaults() Budget {
 	return b
 }
 
-// ClaimUntil returns when to stop claiming, given ctx's deadline and now.
+// ClaimUntil returns the drain deadline to give the engine, from ctx's
+// deadline and now.
 func (b Budget) ClaimUntil(ctx context.Context, clk clock.Clock) time.Time {
 	b = b.withDefaults()
 	now := clk.Now()
@@ -43,6 +45,6 @@ func (b Budget) ClaimUntil(ctx context.Context, clk clock.Clock) time.Time {
 	if left <= 0 {
 		return now
 	}
-	reserve := min(b.Reserve, left/2)
+	reserve := min(b.Reserve, left/4)
 	return deadline.Add(-reserve)
 }

@@ -195,18 +195,19 @@ func TestDrainer(t *testing.T) {
 		ctx := deadlineCtx{context.Background(), start.Add(60 * time.Second)}
 		resp, err := b.drainer().HandleSchedule(ctx, events.EventBridgeEvent{ID: "x"})
 		require.NoError(t, err)
-		// Claims stop 20s before the deadline: passes at 0s, 10s, 20s, 30s.
-		require.Equal(t, 4, b.engine.sweeps)
+		// The drain deadline is 5s before the invocation's: passes at 0s
+		// … 50s, none after 55s.
+		require.Equal(t, 6, b.engine.sweeps)
 		require.True(t, resp.More)
 		for _, u := range b.engine.claimUntil {
-			require.Equal(t, start.Add(40*time.Second), u)
+			require.Equal(t, start.Add(55*time.Second), u)
 		}
 	})
 
 	t.Run("PartitionsPastTheDeadlineAreRetried", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.engine.passTime = 50 * time.Second
+		b.engine.passTime = 56 * time.Second
 		ctx := deadlineCtx{context.Background(), b.clk.Now().Add(60 * time.Second)}
 		var ev events.DynamoDBEvent
 		require.NoError(t, json.Unmarshal(readEvent(t, "dynamodb-stream.json"), &ev))
@@ -231,8 +232,8 @@ func TestBudget(t *testing.T) {
 	for name, tc := range map[string]struct {
 		left, want time.Duration
 	}{
-		"LongInvocationKeepsTheReserve": {left: 15 * time.Minute, want: 15*time.Minute - 20*time.Second},
-		"ShortInvocationKeepsHalf":      {left: 10 * time.Second, want: 5 * time.Second},
+		"LongInvocationKeepsTheReserve": {left: 15 * time.Minute, want: 15*time.Minute - 5*time.Second},
+		"ShortInvocationKeepsAQuarter":  {left: 8 * time.Second, want: 6 * time.Second},
 		"PastDeadlineClaimsNothing":     {left: -time.Second, want: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -241,7 +242,7 @@ func TestBudget(t *testing.T) {
 			require.Equal(t, now.Add(tc.want), Budget{}.ClaimUntil(ctx, clk))
 		})
 	}
-	require.Equal(t, now.Add(30*time.Second-15*time.Second), Budget{}.ClaimUntil(context.Background(), clk))
+	require.Equal(t, now.Add(30*time.Second-5*time.Second), Budget{}.ClaimUntil(context.Background(), clk))
 }
 
 // deadlineCtx reports a deadline on the manual clock's time line without

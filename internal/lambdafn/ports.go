@@ -15,10 +15,11 @@ type DrainStats struct {
 
 // Drainer is the part of the engine the drainer handler uses.
 type Drainer interface {
-	// Sweep drains every partition, claiming nothing after claimUntil.
-	Sweep(ctx context.Context, claimUntil time.Time) (DrainStats, error)
-	// DrainPartition drains one partition, claiming nothing after claimUntil.
-	DrainPartition(ctx context.Context, partition int, claimUntil time.Time) (DrainStats, error)
+	// Sweep drains every partition. Nothing is started that could not
+	// finish (inside the write margin) before deadline.
+	Sweep(ctx context.Context, deadline time.Time) (DrainStats, error)
+	// DrainPartition drains one partition, with the same deadline rule.
+	DrainPartition(ctx context.Context, partition int, deadline time.Time) (DrainStats, error)
 	// PartitionOf maps a stream record's "pk" to its partition.
 	PartitionOf(pk string) (int, bool)
 }

@@ -1,0 +1,150 @@
+package devstack
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/internal/clock"
+)
+
+// Token is a bearer token and the workspaces it may use.
+type Token struct {
+	Token      string
+	Workspaces []string
+}
+
+// ParseToken reads a --token value, TOKEN=WS1,WS2.
+func ParseToken(s string) (Token, error) {
+	tok, wss, ok := strings.Cut(s, "=")
+	tok = strings.TrimSpace(tok)
+	if !ok || tok == "" {
+		return Token{}, fmt.Errorf("token %q: want TOKEN=WORKSPACE[,WORKSPACE…]", s)
+	}
+	var out []string
+	for _, ws := range strings.Split(wss, ",") {
+		if ws = strings.TrimSpace(ws); ws != "" {
+			out = append(out, ws)
+		}
+	}
+	if len(out) == 0 {
+		return Token{}, fmt.Errorf("token %q: names no workspace", tok)
+	}
+	return Token{Token: tok, Workspaces: out}, nil
+}
+
+// Config is what `ferry dev` runs with. Its defaults are the flags' defaults
+// (API.md).
+type Config struct {
+	Addr                 string        // API listen address; default 127.0.0.1:8080
+	Tokens               []Token       // default: token "dev" for workspace "default"
+	Partitions           int           // default 4
+	Lease                time.Duration // default 5m
+	WriteMargin          time.Duration // default 60s
+	RetryBase            time.Duration // default 1s
+	Poll                 time.Duration // drainer poll interval; default 250ms
+	DynamoDBEndpoint     string        // empty: the embedded DynamoDB
+	Table                string        // default "ferry"
+	MailDir              string        // default ./.ferry/mail
+	AllowPrivateWebhooks bool
+	WebhookSecret        string // whsec_…; generated when empty
+	// SESEndpoint, when set (AWS_ENDPOINT_URL_SESV2), sends email through
+	// Amazon SES v2 at that endpoint instead of the mail sink.
+	SESEndpoint string
+	ReapEvery   time.Duration // default 30s
+	RetainEvery time.Duration // default 5m
+
+	Clock  clock.Clock  // default the system clock
+	Logger *slog.Logger // default JSON logs to Stderr
+	Stdout io.Writer    // the startup banner; default io.Discard
+}
+
+// The defaults of Config.
+const (
+	DefaultAddr        = "127.0.0.1:8080"
+	DefaultPartitions  = 4
+	DefaultLease       = 5 * time.Minute
+	DefaultWriteMargin = 60 * time.Second
+	DefaultRetryBase   = time.Second
+	DefaultPoll        = 250 * time.Millisecond
+	DefaultTable       = "ferry"
+	DefaultMailDir     = "./.ferry/mail"
+	DefaultToken       = "dev"
+	DefaultWorkspace   = "default"
+)
+
+// WithDefaults fills the zero fields.
+func (c Config) WithDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if len(c.Tokens) == 0 {
+		c.Tokens = []Token{{Token: DefaultToken, Workspaces: []string{DefaultWorkspace}}}
+	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.WriteMargin == 0 {
+		c.WriteMargin = DefaultWriteMargin
+	}
+	if c.RetryBase == 0 {
+		c.RetryBase = DefaultRetryBase
+	}
+	if c.Poll == 0 {
+		c.Poll = DefaultPoll
+	}
+	if c.Table == "" {
+		c.Table = DefaultTable
+	}
+	if c.MailDir == "" {
+		c.MailDir = DefaultMailDir
+	}
+	if c.ReapEvery == 0 {
+		c.ReapEvery = 30 * time.Second
+	}
+	if c.RetainEvery == 0 {
+		c.RetainEvery = 5 * time.Minute
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System{}
+	}
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	return c
+}
+
+// Validate checks the configuration; messages name the flag.
+func (c Config) Validate() error {
+	switch {
+	case c.Partitions < 1 || c.Partitions > 1024:
+		return fmt.Errorf("--partitions must be between 1 and 1024, got %d", c.Partitions)
+	case c.Lease <= 0:
+		return fmt.Errorf("--lease must be positive")
+	case c.WriteMargin <= 0 || c.WriteMargin >= c.Lease:
+		return fmt.Errorf("--write-margin (%s) must be positive and shorter than --lease (%s)", c.WriteMargin, c.Lease)
+	case c.RetryBase <= 0:
+		return fmt.Errorf("--retry-base must be positive")
+	case c.Poll <= 0:
+		return fmt.Errorf("--poll must be positive")
+	case c.WebhookSecret != "" && !strings.HasPrefix(c.WebhookSecret, "whsec_"):
+		return fmt.Errorf("--webhook-secret must start with whsec_")
+	}
+	return nil
+}
+
+// NewWebhookSecret returns a fresh Standard Webhooks signing secret.
+func NewWebhookSecret() (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("error generating a webhook secret: %w", err)
+	}
+	return "whsec_" + base64.StdEncoding.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,67 @@
+package lambdafn
+
+import (
+	"context"
+	"time"
+
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// EnginePorts adapts *outbox.Engine to the handlers' ports (Drainer, Reaper,
+// Retainer).
+type EnginePorts struct {
+	Engine *outbox.Engine
+	// Owner names this drainer in claim fences (the Lambda log stream, or
+	// the host and process of ferry dev). Empty: the engine picks one per
+	// drain.
+	Owner string
+	// Concurrency bounds the lane groups run at once; 0: the engine's default.
+	Concurrency int
+}
+
+var (
+	_ Drainer = EnginePorts{}
+	_ Reaper  = EnginePorts{}
+)
+
+func (p EnginePorts) params(deadline time.Time) outbox.DrainParams {
+	return outbox.DrainParams{Owner: p.Owner, Deadline: deadline, Concurrency: p.Concurrency}
+}
+
+func statsOf(r *outbox.DrainResult) DrainStats {
+	if r == nil {
+		return DrainStats{}
+	}
+	return DrainStats{Claimed: r.Claimed, Started: r.Started, Ended: r.Ended, Released: r.Released, More: r.More}
+}
+
+// Sweep implements Drainer.
+func (p EnginePorts) Sweep(ctx context.Context, deadline time.Time) (DrainStats, error) {
+	r, err := p.Engine.Sweep(ctx, p.params(deadline))
+	return statsOf(r), err
+}
+
+// DrainPartition implements Drainer.
+func (p EnginePorts) DrainPartition(ctx context.Context, partition int, deadline time.Time) (DrainStats, error) {
+	r, err := p.Engine.DrainPartition(ctx, partition, p.params(deadline))
+	return statsOf(r), err
+}
+
+// PartitionOf implements Drainer.
+func (p EnginePorts) PartitionOf(pk string) (int, bool) { return p.Engine.PartitionOf(pk) }
+
+// Reap implements Reaper.
+func (p EnginePorts) Reap(ctx context.Context) (ReapStats, error) {
+	r, err := p.Engine.Reap(ctx)
+	if err != nil {
+		return ReapStats{}, err
+	}
+	st := ReapStats{Uncertain: r.Uncertain, Exhausted: r.Exhausted, Expired: r.Expired}
+	for _, g := range r.Gauges {
+		st.Backlog = append(st.Backlog, Backlog{
+			Partition: g.Partition, DueDepth: g.DueDepth, ClaimedDepth: g.ClaimedDepth,
+			StuckLaneHeads: g.StuckLaneHeads, OldestDueAge: g.OldestDueAge,
+		})
+	}
+	return st, nil
+}
