@@ -1,0 +1,190 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ReapResult counts what a reaper run ended, with the backlog gauges.
+type ReapResult struct {
+	Uncertain, Exhausted, Expired int
+	Gauges                        []PartitionGauges
+}
+
+// PartitionGauges are one partition's backlog gauges. Rows this build does
+// not decode are not counted.
+type PartitionGauges struct {
+	Partition      int
+	DueDepth       int           // ADMITTED actions due now
+	ClaimedDepth   int           // EXECUTING actions under a live lease
+	StuckLaneHeads int           // laned actions due for longer than StuckAfter
+	OldestDueAge   time.Duration // how long the oldest due action has waited
+}
+
+// Reap ends what a lost lease or the calendar makes final, in every
+// partition: at-most-once actions whose lease expired after their write
+// started (UNCERTAIN, LEASE_LOST_AFTER_WRITE), actions out of attempts
+// (FAILED, or UNCERTAIN when their write may have happened;
+// ATTEMPTS_EXHAUSTED), and unstarted actions past expires_at (CANCELLED,
+// EXPIRED). It reads the due index, so its cost grows with the backlog, not
+// the history.
+func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
+	res := &ReapResult{}
+	for p := 0; p < e.cfg.Partitions; p++ {
+		g, err := e.reapPartition(ctx, p, res)
+		if err != nil {
+			return res, fmt.Errorf("error reaping partition %d: %w", p, err)
+		}
+		res.Gauges = append(res.Gauges, g)
+	}
+	return res, nil
+}
+
+func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (PartitionGauges, error) {
+	now := e.clk.Now().UTC()
+	g := PartitionGauges{Partition: p}
+	var start map[string]types.AttributeValue
+	for {
+		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
+			TableName: e.table(), IndexName: aws.String(IndexDue),
+			KeyConditionExpression:    aws.String("#dpk = :dpk"),
+			ExpressionAttributeNames:  map[string]string{"#dpk": attrDuePK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":dpk": avS(duePK(p))},
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return g, fmt.Errorf("error reading due index: %w", err)
+		}
+		for _, it := range q.Items {
+			a, ok := decodeAction(it)
+			if !ok {
+				continue
+			}
+			ad, ok := e.reg.Decodes(a.Kind, a.Variant)
+			if !ok {
+				continue // rolling upgrade: not ours to count or end
+			}
+			if err := e.reapOne(ctx, &a, ad.Spec().Class, now, res, &g); err != nil {
+				return g, err
+			}
+		}
+		if q.LastEvaluatedKey == nil {
+			return g, nil
+		}
+		start = q.LastEvaluatedKey
+	}
+}
+
+func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, now time.Time, res *ReapResult, g *PartitionGauges) error {
+	var to State
+	var reason StopReason
+	var c cond
+	leaseOver := cond{
+		expr:  "#lx <= :rnow",
+		names: map[string]string{"#lx": attrLease},
+		vals:  map[string]types.AttributeValue{":rnow": avMs(now)},
+	}
+	wrote := cond{expr: "attribute_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}}
+	notWrote := cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}}
+	exhausted := cond{expr: "#att >= #max", names: map[string]string{"#att": attrAttempt, "#max": attrMax}}
+	switch a.State {
+	case StateEXECUTING:
+		if a.LeaseExpiresAt.After(now) {
+			if a.Owner != "" {
+				g.ClaimedDepth++
+			}
+			return nil
+		}
+		switch {
+		case class == AtMostOnce && !a.WriteStartedAt.IsZero():
+			to, reason = StateUNCERTAIN, StopLeaseLostAfterWrite
+			c = condState(a.State, a.Epoch).and(leaseOver).and(wrote)
+		case a.Attempt >= a.MaxAttempts && !a.WriteStartedAt.IsZero():
+			to, reason = StateUNCERTAIN, StopAttemptsExhausted
+			c = condState(a.State, a.Epoch).and(leaseOver).and(wrote).and(exhausted)
+		case a.Attempt >= a.MaxAttempts:
+			to, reason = StateFAILED, StopAttemptsExhausted
+			c = condState(a.State, a.Epoch).and(leaseOver).and(notWrote).and(exhausted)
+		default:
+			e.gaugeDue(a, now, g)
+			return nil // reclaimable: the drainer takes it
+		}
+	case StateADMITTED, StatePROPOSED:
+		switch {
+		case !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now):
+			to, reason = StateCANCELLED, StopExpired
+			c = condState(a.State, a.Epoch).and(cond{
+				expr:  "#xa <= :rnow",
+				names: map[string]string{"#xa": attrExpires},
+				vals:  map[string]types.AttributeValue{":rnow": avMs(now)},
+			})
+		case a.State == StateADMITTED && a.Attempt >= a.MaxAttempts:
+			to, reason = StateFAILED, StopAttemptsExhausted
+			c = condState(a.State, a.Epoch).and(exhausted)
+		case a.State == StateADMITTED && !a.NextAttemptAt.After(now):
+			e.gaugeDue(a, now, g)
+			return nil
+		default:
+			return nil
+		}
+	default:
+		return nil
+	}
+	full, err := e.getActionItem(ctx, a.ID)
+	if err != nil {
+		return nil //nolint:nilerr // gone meanwhile: nothing to reap
+	}
+	cur, _ := decodeAction(full)
+	if cur.Epoch != a.Epoch || cur.State != a.State {
+		return nil // moved on since the index proposed it
+	}
+	_, err = e.end(ctx, &cur, endParams{To: to, Reason: reason, Cond: c, Result: Result{Outcome: outcomeOf(to), StopReason: reason}})
+	if err != nil {
+		if isCondFailed(err) {
+			return nil
+		}
+		return err
+	}
+	switch reason {
+	case StopLeaseLostAfterWrite:
+		res.Uncertain++
+	case StopAttemptsExhausted:
+		res.Exhausted++
+	case StopExpired:
+		res.Expired++
+	}
+	return nil
+}
+
+func (e *Engine) gaugeDue(a *Action, now time.Time, g *PartitionGauges) {
+	due := a.NextAttemptAt
+	if a.State == StateEXECUTING {
+		due = a.LeaseExpiresAt
+	}
+	g.DueDepth++
+	if age := now.Sub(due); age > g.OldestDueAge {
+		g.OldestDueAge = age
+	}
+	if a.LaneKey != "" && now.Sub(due) > e.cfg.StuckAfter {
+		g.StuckLaneHeads++
+	}
+}
+
+func outcomeOf(s State) Outcome {
+	switch s {
+	case StateDONE:
+		return OutcomeDone
+	case StateUNCERTAIN:
+		return OutcomeUncertain
+	case StateFAILED:
+		return OutcomeFailed
+	case StateCANCELLED:
+		return OutcomeCancelled
+	}
+	return OutcomeNone
+}

@@ -1,0 +1,97 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// TableInput is the CreateTableInput of Ferry's table (docs/adr): keys,
+// the due, subject and ended indexes, on-demand billing and a stream.
+func TableInput(name string) *dynamodb.CreateTableInput {
+	s := func(n string) types.AttributeDefinition {
+		return types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS}
+	}
+	ks := func(h, r string) []types.KeySchemaElement {
+		return []types.KeySchemaElement{
+			{AttributeName: aws.String(h), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(r), KeyType: types.KeyTypeRange},
+		}
+	}
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			s(attrPK), s(attrSK), s(attrDuePK), s(attrDueSK), s(attrSubPK), s(attrEndPK), s(attrEndSK),
+		},
+		KeySchema: ks(attrPK, attrSK),
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
+			{
+				IndexName: aws.String(IndexDue), KeySchema: ks(attrDuePK, attrDueSK),
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: DueProjection()},
+			},
+			{
+				IndexName: aws.String(IndexSubject), KeySchema: ks(attrSubPK, attrSK),
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+			},
+			{
+				IndexName: aws.String(IndexEnded), KeySchema: ks(attrEndPK, attrEndSK),
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+			},
+		},
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
+	}
+}
+
+// DueProjection lists the non-key attributes the due index carries: what a
+// claim and the reaper decide on without reading the base table.
+func DueProjection() []string {
+	return []string{attrID, attrKind, attrVariant, attrWorkspace, attrLane, attrPrev, attrState, attrAttempt,
+		attrMax, attrEpoch, attrLease, attrWrite, attrExpires, attrNext, attrOwner}
+}
+
+// EnsureTable creates the table, its indexes and its TTL attribute when the
+// table does not exist yet. An existing table is left as it is.
+func (e *Engine) EnsureTable(ctx context.Context) error {
+	_, err := e.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: e.table()})
+	if err == nil {
+		return nil
+	}
+	var nf *types.ResourceNotFoundException
+	if !errors.As(err, &nf) {
+		return fmt.Errorf("error describing table %s: %w", e.cfg.Table, err)
+	}
+	if _, err := e.db.CreateTable(ctx, TableInput(e.cfg.Table)); err != nil {
+		var inUse *types.ResourceInUseException
+		if errors.As(err, &inUse) {
+			return nil
+		}
+		return fmt.Errorf("error creating table %s: %w", e.cfg.Table, err)
+	}
+	// A real table takes a while to become ACTIVE; wait for it.
+	w := dynamodb.NewTableExistsWaiter(describer{e.db})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: e.table()}, tableWait); err != nil {
+		return fmt.Errorf("error waiting for table %s: %w", e.cfg.Table, err)
+	}
+	_, err = e.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               e.table(),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(attrTTL), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("error enabling TTL on %s: %w", e.cfg.Table, err)
+	}
+	return nil
+}
+
+type describer struct{ db DynamoDB }
+
+func (d describer) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return d.db.DescribeTable(ctx, in, o...)
+}
+
+const tableWait = 5 * time.Minute
