@@ -1,0 +1,197 @@
+package ddbhttp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// DefaultMaxBodyBytes is the largest request body accepted by default: 16 MB
+// (DynamoDB's BatchWriteItem limit) with room for JSON framing.
+const DefaultMaxBodyBytes = 17 << 20
+
+// contentType is the media type of the DynamoDB JSON 1.0 protocol.
+const contentType = "application/x-amz-json-1.0"
+
+// Option configures NewHandler.
+type Option func(*handlerConfig)
+
+type handlerConfig struct {
+	logger       *slog.Logger
+	requestID    func() string
+	maxBodyBytes int64
+	requireAuth  bool
+}
+
+// WithLogger sets the logger for request failures and recovered panics.
+// The default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *handlerConfig) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithRequestIDs sets the generator of x-amzn-RequestId values (tests pass a
+// deterministic one). The default draws 52 random base32 characters, the
+// shape of DynamoDB's request ids.
+func WithRequestIDs(next func() string) Option {
+	return func(c *handlerConfig) {
+		if next != nil {
+			c.requestID = next
+		}
+	}
+}
+
+// WithMaxBodyBytes sets the largest request body accepted; larger requests
+// answer 413 RequestEntityTooLarge without being read further.
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *handlerConfig) {
+		if n > 0 {
+			c.maxBodyBytes = n
+		}
+	}
+}
+
+// RequireAuthorization makes a request without an Authorization header (or
+// a presigned X-Amz-Signature) answer MissingAuthenticationTokenException, as
+// DynamoDB does. By default unsigned requests are served too, so curl works;
+// signatures are never verified either way.
+func RequireAuthorization() Option {
+	return func(c *handlerConfig) { c.requireAuth = true }
+}
+
+// Handler serves the DynamoDB JSON 1.0 protocol over a Backend.
+type Handler struct {
+	ops map[string]operation
+	cfg handlerConfig
+}
+
+// NewHandler returns an http.Handler that serves the DynamoDB JSON 1.0
+// protocol on every path: POST with X-Amz-Target DynamoDB_20120810.<Op>.
+// GET and HEAD answer a health line, as DynamoDB does.
+func NewHandler(b Backend, opts ...Option) *Handler {
+	cfg := handlerConfig{
+		logger:       slog.New(slog.DiscardHandler),
+		requestID:    randomRequestID,
+		maxBodyBytes: DefaultMaxBodyBytes,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Handler{ops: operations(b), cfg: cfg}
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reqID := h.cfg.requestID()
+	op := ""
+	defer func() {
+		// Bad input must never take the server down; a panic is a bug in the
+		// backend or here, reported as DynamoDB reports its own.
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.cfg.logger.Error("ddbhttp: panic serving request", "op", op, "request_id", reqID, "panic", fmt.Sprint(p))
+			status, body := encodeError(errors.New("panic"))
+			writeResponse(w, reqID, status, contentType, body)
+		}
+	}()
+
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodGet, http.MethodHead:
+		writeResponse(w, reqID, http.StatusOK, "text/plain", []byte("healthy: ferry dynamodb "))
+		return
+	default:
+		h.fail(w, reqID, op, &requestError{code: codeUnknownOperation, message: "DynamoDB operations are sent with POST"})
+		return
+	}
+
+	target := r.Header.Get("X-Amz-Target")
+	name, ok := strings.CutPrefix(target, targetPrefix)
+	operation, known := h.ops[name]
+	if !ok || !known {
+		h.fail(w, reqID, target, &requestError{code: codeUnknownOperation, message: unknownOperationMessage(target)})
+		return
+	}
+	op = name
+
+	if h.cfg.requireAuth && r.Header.Get("Authorization") == "" && r.URL.Query().Get("X-Amz-Signature") == "" {
+		h.fail(w, reqID, op, &requestError{code: codeMissingAuth, message: "Request is missing Authentication Token"})
+		return
+	}
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			h.fail(w, reqID, op, &requestError{code: codeTooLarge, message: fmt.Sprintf("Request body exceeds %d bytes", tooLarge.Limit)})
+			return
+		}
+		h.fail(w, reqID, op, serializationError("reading the request body: %v", err))
+		return
+	}
+
+	in := operation.newInput()
+	if err := decodeRequest(body, in); err != nil {
+		h.fail(w, reqID, op, err)
+		return
+	}
+	out, err := operation.call(r.Context(), in)
+	if err != nil {
+		h.fail(w, reqID, op, err)
+		return
+	}
+	writeResponse(w, reqID, http.StatusOK, contentType, encodeShape(normalizeOutput(out)))
+}
+
+func (h *Handler) fail(w http.ResponseWriter, reqID, op string, err error) {
+	status, body := encodeError(err)
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	h.cfg.logger.Log(context.Background(), level, "ddbhttp: request failed", "op", op, "request_id", reqID, "status", status, "error", err)
+	writeResponse(w, reqID, status, contentType, body)
+}
+
+func unknownOperationMessage(target string) string {
+	if target == "" {
+		return "missing X-Amz-Target header"
+	}
+	return "unknown operation " + strconv.Quote(target)
+}
+
+// writeResponse sends body with the headers DynamoDB sends on every answer,
+// errors included: the request id and the CRC32 (IEEE) of the exact body
+// bytes, which the SDKs verify.
+func writeResponse(w http.ResponseWriter, reqID string, status int, ctype string, body []byte) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", ctype)
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	hdr.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
+	hdr.Set("X-Amzn-RequestId", reqID)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+var requestIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// randomRequestID returns 52 characters of base32, like DynamoDB's request
+// ids. It uses crypto/rand: request ids are not part of any simulated run.
+func randomRequestID() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return requestIDEncoding.EncodeToString(b[:])
+}
