@@ -1,0 +1,353 @@
+package ddblocal
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// keyAttr is one key attribute of a table or index.
+type keyAttr struct {
+	name string
+	typ  types.ScalarAttributeType
+}
+
+// keySchema is a HASH key and an optional RANGE key (rng.name == "" when
+// there is none).
+type keySchema struct {
+	hash keyAttr
+	rng  keyAttr
+}
+
+func (k keySchema) hasRange() bool { return k.rng.name != "" }
+
+func (k keySchema) names() []string {
+	if k.hasRange() {
+		return []string{k.hash.name, k.rng.name}
+	}
+	return []string{k.hash.name}
+}
+
+func (k keySchema) describe() []types.KeySchemaElement {
+	out := []types.KeySchemaElement{{AttributeName: aws.String(k.hash.name), KeyType: types.KeyTypeHash}}
+	if k.hasRange() {
+		out = append(out, types.KeySchemaElement{AttributeName: aws.String(k.rng.name), KeyType: types.KeyTypeRange})
+	}
+	return out
+}
+
+// indexSchema describes one secondary index.
+type indexSchema struct {
+	name       string
+	global     bool
+	keys       keySchema
+	projection types.ProjectionType
+	nonKey     []string
+	include    map[string]bool
+	throughput *types.ProvisionedThroughput
+}
+
+// projects reports whether attribute name is kept in the index's entries.
+func (ix *indexSchema) projects(name string, base keySchema) bool {
+	switch {
+	case ix.projection == types.ProjectionTypeAll:
+		return true
+	case name == base.hash.name || name == base.rng.name || name == ix.keys.hash.name || name == ix.keys.rng.name:
+		return true
+	default:
+		return ix.include[name]
+	}
+}
+
+// project returns the part of item the index keeps.
+func (ix *indexSchema) project(item Item, base keySchema) Item {
+	if ix.projection == types.ProjectionTypeAll {
+		return item
+	}
+	out := make(Item, len(ix.include)+4)
+	for name, v := range item {
+		if ix.projects(name, base) {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// tableSchema is everything CreateTable fixed about a table.
+type tableSchema struct {
+	name        string
+	keys        keySchema
+	attrDefs    []types.AttributeDefinition
+	indexes     []*indexSchema
+	billing     types.BillingMode
+	throughput  *types.ProvisionedThroughput
+	stream      *types.StreamSpecification
+	streamLabel string
+	created     time.Time
+	arn         string
+	tableID     string
+}
+
+func (s *tableSchema) index(name string) *indexSchema {
+	for _, ix := range s.indexes {
+		if ix.name == name {
+			return ix
+		}
+	}
+	return nil
+}
+
+var tableNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+func validateTableName(name string, field string) error {
+	if !tableNamePattern.MatchString(name) {
+		if len(name) < 3 || len(name) > 255 {
+			return validationError("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 3", name, field)
+		}
+		return validationError("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name, field)
+	}
+	return nil
+}
+
+// buildSchema validates a CreateTable request and returns the schema.
+func buildSchema(in *dynamodb.CreateTableInput, now time.Time, region, account string) (*tableSchema, error) {
+	name := aws.ToString(in.TableName)
+	if err := validateTableName(name, "tableName"); err != nil {
+		return nil, err
+	}
+	defs := map[string]types.ScalarAttributeType{}
+	for _, d := range in.AttributeDefinitions {
+		an := aws.ToString(d.AttributeName)
+		switch d.AttributeType {
+		case types.ScalarAttributeTypeS, types.ScalarAttributeTypeN, types.ScalarAttributeTypeB:
+		default:
+			return nil, validationError("1 validation error detected: Value '%s' at 'attributeDefinitions.member.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType)
+		}
+		if _, dup := defs[an]; dup {
+			return nil, validationError("Cannot have two attributes with the same name. Attribute name: %s", an)
+		}
+		defs[an] = d.AttributeType
+	}
+	used := map[string]bool{}
+	keyFrom := func(elems []types.KeySchemaElement, what string) (keySchema, error) {
+		var ks keySchema
+		if len(elems) == 0 || len(elems) > 2 {
+			return ks, validationError("1 validation error detected: Value null at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2")
+		}
+		for i, e := range elems {
+			an := aws.ToString(e.AttributeName)
+			typ, ok := defs[an]
+			if !ok {
+				return ks, validationError("One or more parameter values were invalid: Some index key attributes are not defined in AttributeDefinitions. Keys: [%s], AttributeDefinitions: [%s]", strings.Join(keyNames(elems), ", "), strings.Join(sortedKeys(defs), ", "))
+			}
+			used[an] = true
+			switch {
+			case i == 0 && e.KeyType == types.KeyTypeHash:
+				ks.hash = keyAttr{name: an, typ: typ}
+			case i == 1 && e.KeyType == types.KeyTypeRange:
+				ks.rng = keyAttr{name: an, typ: typ}
+			default:
+				return ks, validationError("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+			}
+		}
+		if ks.hash.name == ks.rng.name {
+			return ks, validationError("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+		}
+		return ks, nil
+	}
+	keys, err := keyFrom(in.KeySchema, "table")
+	if err != nil {
+		return nil, err
+	}
+	s := &tableSchema{
+		name:     name,
+		keys:     keys,
+		billing:  in.BillingMode,
+		stream:   in.StreamSpecification,
+		created:  now,
+		arn:      fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", region, account, name),
+		tableID:  fmt.Sprintf("%08x-0000-4000-8000-%012x", uint32(now.UnixNano()), now.UnixNano()&0xffffffffffff),
+		attrDefs: append([]types.AttributeDefinition(nil), in.AttributeDefinitions...),
+	}
+	if s.billing == "" {
+		s.billing = types.BillingModeProvisioned
+	}
+	switch s.billing {
+	case types.BillingModePayPerRequest:
+		if in.ProvisionedThroughput != nil {
+			return nil, validationError("One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
+		}
+	case types.BillingModeProvisioned:
+		if in.ProvisionedThroughput == nil {
+			return nil, validationError("One or more parameter values were invalid: ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED")
+		}
+		s.throughput = in.ProvisionedThroughput
+	default:
+		return nil, validationError("1 validation error detected: Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", s.billing)
+	}
+	if s.stream != nil && aws.ToBool(s.stream.StreamEnabled) {
+		if s.stream.StreamViewType == "" {
+			return nil, validationError("1 validation error detected: Value null at 'streamSpecification.streamViewType' failed to satisfy constraint: Member must not be null")
+		}
+		s.streamLabel = now.UTC().Format("2006-01-02T15:04:05.000")
+	}
+	seen := map[string]bool{}
+	addIndex := func(iname string, elems []types.KeySchemaElement, proj *types.Projection, global bool, tp *types.ProvisionedThroughput) error {
+		if len(iname) < 3 || len(iname) > 255 {
+			return validationError("1 validation error detected: Value '%s' at 'indexName' failed to satisfy constraint: Member must have length greater than or equal to 3", iname)
+		}
+		if seen[iname] {
+			return validationError("One or more parameter values were invalid: Duplicate index name: %s", iname)
+		}
+		seen[iname] = true
+		ks, err := keyFrom(elems, iname)
+		if err != nil {
+			return err
+		}
+		if !global {
+			if !keys.hasRange() {
+				return validationError("One or more parameter values were invalid: Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
+			}
+			if ks.hash.name != keys.hash.name || !ks.hasRange() {
+				return validationError("One or more parameter values were invalid: Index KeySchema does not have the same leading hash key as table KeySchema for index: %s. index hash key: %s, table hash key: %s", iname, ks.hash.name, keys.hash.name)
+			}
+		}
+		if proj == nil || proj.ProjectionType == "" {
+			return validationError("One or more parameter values were invalid: Unknown ProjectionType: null")
+		}
+		ix := &indexSchema{name: iname, global: global, keys: ks, projection: proj.ProjectionType, include: map[string]bool{}, throughput: tp}
+		switch proj.ProjectionType {
+		case types.ProjectionTypeAll, types.ProjectionTypeKeysOnly:
+			if len(proj.NonKeyAttributes) > 0 {
+				return validationError("One or more parameter values were invalid: ProjectionType is %s, but NonKeyAttributes is specified", proj.ProjectionType)
+			}
+		case types.ProjectionTypeInclude:
+			if len(proj.NonKeyAttributes) == 0 {
+				return validationError("One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
+			}
+			for _, a := range proj.NonKeyAttributes {
+				ix.include[a] = true
+			}
+			ix.nonKey = append([]string(nil), proj.NonKeyAttributes...)
+		default:
+			return validationError("One or more parameter values were invalid: Unknown ProjectionType: %s", proj.ProjectionType)
+		}
+		if global && s.billing == types.BillingModeProvisioned && tp == nil {
+			return validationError("One or more parameter values were invalid: ProvisionedThroughput must be specified for index: %s", iname)
+		}
+		s.indexes = append(s.indexes, ix)
+		return nil
+	}
+	if len(in.GlobalSecondaryIndexes) > 20 {
+		return nil, validationError("One or more parameter values were invalid: GlobalSecondaryIndex count exceeds the per-table limit of 20")
+	}
+	if len(in.LocalSecondaryIndexes) > 5 {
+		return nil, validationError("One or more parameter values were invalid: Number of LocalSecondaryIndexes exceeds per-table limit of 5")
+	}
+	for _, g := range in.GlobalSecondaryIndexes {
+		if err := addIndex(aws.ToString(g.IndexName), g.KeySchema, g.Projection, true, g.ProvisionedThroughput); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range in.LocalSecondaryIndexes {
+		if err := addIndex(aws.ToString(l.IndexName), l.KeySchema, l.Projection, false, nil); err != nil {
+			return nil, err
+		}
+	}
+	if len(used) != len(defs) {
+		return nil, validationError("One or more parameter values were invalid: Some AttributeDefinitions are not used. AttributeDefinitions: [%s], keys used: [%s]", strings.Join(sortedKeys(defs), ", "), strings.Join(sortedKeys(used), ", "))
+	}
+	return s, nil
+}
+
+func keyNames(elems []types.KeySchemaElement) []string {
+	out := make([]string, len(elems))
+	for i, e := range elems {
+		out[i] = aws.ToString(e.AttributeName)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// describe renders the schema and live counters as DynamoDB's
+// TableDescription.
+func (t *table) describe(status types.TableStatus) *types.TableDescription {
+	s := t.schema
+	d := &types.TableDescription{
+		TableName:                 aws.String(s.name),
+		TableArn:                  aws.String(s.arn),
+		TableId:                   aws.String(s.tableID),
+		TableStatus:               status,
+		KeySchema:                 s.keys.describe(),
+		AttributeDefinitions:      append([]types.AttributeDefinition(nil), s.attrDefs...),
+		CreationDateTime:          aws.Time(s.created),
+		ItemCount:                 aws.Int64(int64(t.items.Len())),
+		TableSizeBytes:            aws.Int64(t.sizeBytes),
+		DeletionProtectionEnabled: aws.Bool(false),
+	}
+	d.BillingModeSummary = &types.BillingModeSummary{BillingMode: s.billing, LastUpdateToPayPerRequestDateTime: aws.Time(s.created)}
+	d.ProvisionedThroughput = throughputDescription(s.throughput)
+	if s.stream != nil && aws.ToBool(s.stream.StreamEnabled) {
+		d.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: s.stream.StreamViewType}
+		d.LatestStreamLabel = aws.String(s.streamLabel)
+		d.LatestStreamArn = aws.String(s.arn + "/stream/" + s.streamLabel)
+	}
+	for i, ix := range s.indexes {
+		proj := &types.Projection{ProjectionType: ix.projection}
+		if len(ix.nonKey) > 0 {
+			proj.NonKeyAttributes = append([]string(nil), ix.nonKey...)
+		}
+		arn := s.arn + "/index/" + ix.name
+		count := int64(t.indexes[i].tree.Len())
+		size := t.indexes[i].sizeBytes
+		if ix.global {
+			d.GlobalSecondaryIndexes = append(d.GlobalSecondaryIndexes, types.GlobalSecondaryIndexDescription{
+				IndexName:             aws.String(ix.name),
+				IndexArn:              aws.String(arn),
+				IndexStatus:           types.IndexStatusActive,
+				KeySchema:             ix.keys.describe(),
+				Projection:            proj,
+				ItemCount:             aws.Int64(count),
+				IndexSizeBytes:        aws.Int64(size),
+				ProvisionedThroughput: throughputDescription(ix.throughput),
+			})
+		} else {
+			d.LocalSecondaryIndexes = append(d.LocalSecondaryIndexes, types.LocalSecondaryIndexDescription{
+				IndexName:      aws.String(ix.name),
+				IndexArn:       aws.String(arn),
+				KeySchema:      ix.keys.describe(),
+				Projection:     proj,
+				ItemCount:      aws.Int64(count),
+				IndexSizeBytes: aws.Int64(size),
+			})
+		}
+	}
+	return d
+}
+
+func throughputDescription(tp *types.ProvisionedThroughput) *types.ProvisionedThroughputDescription {
+	d := &types.ProvisionedThroughputDescription{
+		NumberOfDecreasesToday: aws.Int64(0),
+		ReadCapacityUnits:      aws.Int64(0),
+		WriteCapacityUnits:     aws.Int64(0),
+	}
+	if tp != nil {
+		d.ReadCapacityUnits = aws.Int64(aws.ToInt64(tp.ReadCapacityUnits))
+		d.WriteCapacityUnits = aws.Int64(aws.ToInt64(tp.WriteCapacityUnits))
+	}
+	return d
+}

@@ -1,0 +1,207 @@
+package ddblocal
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/google/btree"
+)
+
+// entry is one stored record: the encoded key followed by the encoded item,
+// in a single allocation.
+type entry struct {
+	buf  []byte
+	klen uint32
+}
+
+func (e entry) key() []byte  { return e.buf[:e.klen] }
+func (e entry) data() []byte { return e.buf[e.klen:] }
+func (e entry) item() Item   { return decodeItem(e.data()) }
+
+func makeEntry(key []byte, item Item) entry {
+	buf := make([]byte, 0, len(key)+64)
+	buf = append(buf, key...)
+	buf = encodeItem(buf, item)
+	// Trim the spare capacity so a million items do not each carry slack.
+	return entry{buf: buf[:len(buf):len(buf)], klen: uint32(len(key))}
+}
+
+func entryLess(a, b entry) bool { return bytes.Compare(a.key(), b.key()) < 0 }
+
+func probe(key []byte) entry { return entry{buf: key, klen: uint32(len(key))} }
+
+const btreeDegree = 32
+
+func newTree() *btree.BTreeG[entry] { return btree.NewG(btreeDegree, entryLess) }
+
+// pendingIndexOp is a change to a lagging index, applied once the clock
+// reaches visibleAt.
+type pendingIndexOp struct {
+	visibleAt time.Time
+	del       []byte
+	put       *entry
+}
+
+// index is the stored state of one secondary index.
+type index struct {
+	schema    *indexSchema
+	tree      *btree.BTreeG[entry]
+	sizeBytes int64
+	pending   []pendingIndexOp
+}
+
+func (ix *index) apply(op pendingIndexOp) {
+	if op.del != nil {
+		if old, ok := ix.tree.Delete(probe(op.del)); ok {
+			ix.sizeBytes -= int64(sizeOfItem(old.item()))
+		}
+	}
+	if op.put != nil {
+		if old, ok := ix.tree.ReplaceOrInsert(*op.put); ok {
+			ix.sizeBytes -= int64(sizeOfItem(old.item()))
+		}
+		ix.sizeBytes += int64(sizeOfItem(op.put.item()))
+	}
+}
+
+// catchUp applies the pending changes that are visible at now, in order,
+// and returns how many it applied.
+func (ix *index) catchUp(now time.Time) int {
+	n := 0
+	for n < len(ix.pending) && !ix.pending[n].visibleAt.After(now) {
+		ix.apply(ix.pending[n])
+		n++
+	}
+	if n > 0 {
+		ix.pending = append(ix.pending[:0], ix.pending[n:]...)
+	}
+	return n
+}
+
+// expiry is an item's place in the TTL order.
+type expiry struct {
+	at  int64
+	key string
+}
+
+func expiryLess(a, b expiry) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.key < b.key
+}
+
+// table is the stored state of one table.
+type table struct {
+	schema    *tableSchema
+	items     *btree.BTreeG[entry]
+	indexes   []*index
+	sizeBytes int64
+
+	ttlAttr    string
+	ttlEnabled bool
+	expiries   *btree.BTreeG[expiry]
+
+	changes []changeRecord
+}
+
+func newTable(s *tableSchema) *table {
+	t := &table{schema: s, items: newTree()}
+	for _, ixs := range s.indexes {
+		t.indexes = append(t.indexes, &index{schema: ixs, tree: newTree()})
+	}
+	return t
+}
+
+func (t *table) get(key []byte) (entry, bool) { return t.items.Get(probe(key)) }
+
+// writeOutcome is what commit did beyond the base item.
+type writeOutcome struct {
+	indexUnits []float64 // write units per index, aligned with t.indexes
+}
+
+// commit replaces the item at key with newItem (deleting it when newItem is
+// nil) and keeps every index, the TTL order and the change feed exact. The
+// caller has validated everything; commit cannot fail.
+func (t *table) commit(db *DB, key []byte, old *entry, newItem Item, now time.Time, byTTL bool) writeOutcome {
+	var oldItem Item
+	if old != nil {
+		oldItem = old.item()
+		t.sizeBytes -= int64(sizeOfItem(oldItem))
+	}
+	var ne *entry
+	if newItem != nil {
+		e := makeEntry(key, newItem)
+		ne = &e
+		t.items.ReplaceOrInsert(e)
+		t.sizeBytes += int64(sizeOfItem(newItem))
+	} else if old != nil {
+		t.items.Delete(probe(key))
+	}
+	out := writeOutcome{indexUnits: make([]float64, len(t.indexes))}
+	for i, ix := range t.indexes {
+		out.indexUnits[i] = t.commitIndex(db, ix, key, oldItem, newItem, now)
+	}
+	if t.ttlEnabled {
+		t.trackExpiry(key, oldItem, newItem)
+	}
+	t.record(db, old, ne, now, byTTL)
+	return out
+}
+
+func (t *table) commitIndex(db *DB, ix *index, baseKey []byte, oldItem, newItem Item, now time.Time) float64 {
+	s := t.schema
+	var oldKey, newKey []byte
+	var inOld, inNew bool
+	if oldItem != nil {
+		oldKey, inOld = s.indexKey(ix.schema, oldItem, baseKey)
+	}
+	if newItem != nil {
+		newKey, inNew = s.indexKey(ix.schema, newItem, baseKey)
+	}
+	var ops []pendingIndexOp
+	units := 0.0
+	switch {
+	case !inOld && !inNew:
+		return 0
+	case inOld && !inNew:
+		ops = append(ops, pendingIndexOp{del: oldKey})
+		units = writeUnits(sizeOfItem(ix.schema.project(oldItem, s.keys)))
+	case !inOld && inNew:
+		np := ix.schema.project(newItem, s.keys)
+		e := makeEntry(newKey, np)
+		ops = append(ops, pendingIndexOp{put: &e})
+		units = writeUnits(sizeOfItem(np))
+	case bytes.Equal(oldKey, newKey):
+		op := ix.schema.project(oldItem, s.keys)
+		np := ix.schema.project(newItem, s.keys)
+		e := makeEntry(newKey, np)
+		if bytes.Equal(e.data(), encodeItem(nil, op)) {
+			return 0 // nothing the index keeps changed: no index write
+		}
+		ops = append(ops, pendingIndexOp{put: &e})
+		units = writeUnits(sizeOfItem(np))
+	default:
+		op := ix.schema.project(oldItem, s.keys)
+		np := ix.schema.project(newItem, s.keys)
+		e := makeEntry(newKey, np)
+		ops = append(ops, pendingIndexOp{del: oldKey}, pendingIndexOp{put: &e})
+		units = writeUnits(sizeOfItem(op)) + writeUnits(sizeOfItem(np))
+	}
+	lag := time.Duration(0)
+	if ix.schema.global && db.indexLag != nil {
+		lag = db.indexLag(s.name, ix.schema.name)
+	}
+	if lag <= 0 && len(ix.pending) == 0 {
+		for _, op := range ops {
+			ix.apply(op)
+		}
+		return units
+	}
+	for _, op := range ops {
+		op.visibleAt = now.Add(lag)
+		ix.pending = append(ix.pending, op)
+	}
+	db.lagging.Add(int64(len(ops)))
+	return units
+}
