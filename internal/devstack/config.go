@@ -61,6 +61,9 @@ type Config struct {
 	Clock  clock.Clock  // default the system clock
 	Logger *slog.Logger // default JSON logs to Stderr
 	Stdout io.Writer    // the startup banner; default io.Discard
+	// MetricsOut receives the EMF metric lines; default io.Discard (they
+	// are for CloudWatch, not for a terminal).
+	MetricsOut io.Writer
 }
 
 // The defaults of Config.

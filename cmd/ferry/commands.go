@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/ddblocal/ddbhttp"
+	"github.com/ferryhq/ferry/internal/devstack"
+	"github.com/ferryhq/ferry/internal/outbox"
+	"github.com/ferryhq/ferry/internal/telemetry"
+)
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ferry",
+		Short:         "Ferry: a durable, fenced outbox for AWS Lambda and DynamoDB",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newDevCommand(), newDynamoDBCommand(), newTableCommand())
+	return root
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	lvl, err := telemetry.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return telemetry.NewLogger(os.Stderr, lvl), nil
+}
+
+func newDevCommand() *cobra.Command {
+	var (
+		cfg      devstack.Config
+		tokens   []string
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole system on one machine: DynamoDB, API, drainer, reaper, retention",
+		Long: `Runs the whole system in one process: the embedded DynamoDB (in memory,
+unless --dynamodb-endpoint names another), the HTTP API, the drainer (woken at
+once by an enqueue, and polling), the reaper and retention on timers, and the
+built-in adapters. Email goes to the local mail sink (--mail-dir) unless
+AWS_ENDPOINT_URL_SESV2 names an SES endpoint. SIGINT/SIGTERM stop claiming,
+finish or release what runs, and exit 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, t := range tokens {
+				tok, err := devstack.ParseToken(t)
+				if err != nil {
+					return fmt.Errorf("--token: %w", err)
+				}
+				cfg.Tokens = append(cfg.Tokens, tok)
+			}
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = log
+			cfg.Stdout = cmd.OutOrStdout()
+			cfg.Clock = clock.System{}
+			cfg.SESEndpoint = os.Getenv("AWS_ENDPOINT_URL_SESV2")
+			stack, err := devstack.Start(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return stack.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Addr, "addr", devstack.DefaultAddr, "API listen address")
+	f.StringArrayVar(&tokens, "token", nil, "a bearer token and the workspaces it may use, TOKEN=WS1,WS2; repeatable (default: token dev for workspace default)")
+	f.IntVar(&cfg.Partitions, "partitions", devstack.DefaultPartitions, "outbox partitions")
+	f.DurationVar(&cfg.Lease, "lease", devstack.DefaultLease, "claim lease")
+	f.DurationVar(&cfg.WriteMargin, "write-margin", devstack.DefaultWriteMargin, "lease left that the write fence requires")
+	f.DurationVar(&cfg.RetryBase, "retry-base", devstack.DefaultRetryBase, "first retry backoff (exponential, jittered, capped)")
+	f.DurationVar(&cfg.Poll, "poll", devstack.DefaultPoll, "drainer poll interval when no wake-up comes")
+	f.StringVar(&cfg.DynamoDBEndpoint, "dynamodb-endpoint", "", "use this DynamoDB instead of the embedded one (default embedded)")
+	f.StringVar(&cfg.Table, "table", devstack.DefaultTable, "the table to use; created with its indexes if missing")
+	f.StringVar(&cfg.MailDir, "mail-dir", devstack.DefaultMailDir, "local mail sink: each email an .eml file")
+	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks reach loopback/private addresses (for local receivers)")
+	f.StringVar(&cfg.WebhookSecret, "webhook-secret", "", "signing secret for webhooks, whsec_… (default generated and printed)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func newDynamoDBCommand() *cobra.Command {
+	var addr, logLevel string
+	cmd := &cobra.Command{
+		Use:   "dynamodb",
+		Short: "Serve the embedded DynamoDB as a DynamoDB-compatible HTTP endpoint",
+		Long: `Serves the embedded, in-memory DynamoDB over HTTP with DynamoDB's JSON
+protocol, so the AWS SDKs, the AWS CLI and SAM can use it:
+
+  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			var lc net.ListenConfig
+			ln, err := lc.Listen(cmd.Context(), "tcp", addr)
+			if err != nil {
+				return fmt.Errorf("error listening on --addr %s: %w", addr, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Embedded DynamoDB on http://%s\n  export AWS_ENDPOINT_URL_DYNAMODB=http://%s\n", ln.Addr(), ln.Addr())
+			return ddbhttp.Serve(cmd.Context(), ln, ddblocal.New(), log)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "listen address")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func newTableCommand() *cobra.Command {
+	table := &cobra.Command{Use: "table", Short: "Manage the Ferry table"}
+	var endpoint, name string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create the Ferry table, its indexes and its TTL setting (nothing if it exists)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if endpoint == "" {
+				endpoint = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+			}
+			if endpoint == "" {
+				return errors.New("--dynamodb-endpoint is required (or AWS_ENDPOINT_URL_DYNAMODB)")
+			}
+			e, err := outbox.New(devstack.RemoteDynamoDB(endpoint), clock.System{}, outbox.NewRegistry(), outbox.Config{Table: name})
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			if err := devstack.EnsureTable(ctx, e); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "table %q is ready at %s\n", name, endpoint)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&endpoint, "dynamodb-endpoint", "", "the DynamoDB endpoint URL (default $AWS_ENDPOINT_URL_DYNAMODB)")
+	create.Flags().StringVar(&name, "table", devstack.DefaultTable, "the table's name")
+	table.AddCommand(create)
+	return table
+}

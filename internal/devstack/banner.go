@@ -1,0 +1,34 @@
+package devstack
+
+import (
+	"fmt"
+	"strings"
+)
+
+// printBanner tells a newcomer what they need: the API, the token, where
+// mail goes, the webhook secret and a first curl.
+func (s *Stack) printBanner() {
+	tok := s.cfg.Tokens[0]
+	var b strings.Builder
+	fmt.Fprintf(&b, "Ferry dev is running.\n\n")
+	fmt.Fprintf(&b, "  API            %s\n", s.URL())
+	for _, t := range s.cfg.Tokens {
+		fmt.Fprintf(&b, "  token          %s  (workspaces: %s)\n", t.Token, strings.Join(t.Workspaces, ", "))
+	}
+	if s.cfg.DynamoDBEndpoint == "" {
+		fmt.Fprintf(&b, "  DynamoDB       embedded, in memory (table %q)\n", s.cfg.Table)
+	} else {
+		fmt.Fprintf(&b, "  DynamoDB       %s (table %q)\n", s.cfg.DynamoDBEndpoint, s.cfg.Table)
+	}
+	fmt.Fprintf(&b, "  email          %s\n", s.email)
+	fmt.Fprintf(&b, "  webhook secret %s\n", s.secret)
+	if s.cfg.AllowPrivateWebhooks {
+		fmt.Fprintf(&b, "  webhooks       may reach loopback and private addresses (--allow-private-webhooks)\n")
+	}
+	fmt.Fprintf(&b, "\nTry:\n\n")
+	fmt.Fprintf(&b, "  curl -s -X POST %s/v1/actions \\\n", s.URL())
+	fmt.Fprintf(&b, "    -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \\\n", tok.Token)
+	fmt.Fprintf(&b, "    -d '{\"kind\":\"webhook\",\"payload\":{\"url\":\"https://example.com/hook\",\"body\":{\"hello\":\"ferry\"}}}'\n")
+	fmt.Fprintf(&b, "\nPress Ctrl-C to stop.\n")
+	fmt.Fprint(s.cfg.Stdout, b.String())
+}

@@ -1,0 +1,295 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ferryhq/ferry/internal/adapters/ssrfguard"
+	"github.com/ferryhq/ferry/internal/adapters/webhook"
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/httpapi"
+	"github.com/ferryhq/ferry/internal/lambdafn"
+	"github.com/ferryhq/ferry/internal/outbox"
+	"github.com/ferryhq/ferry/internal/telemetry"
+)
+
+// Stack is a running `ferry dev`: build it with Start, serve it with Run.
+type Stack struct {
+	cfg    Config
+	log    *slog.Logger
+	db     outbox.DynamoDB
+	local  *ddblocal.DB // nil when --dynamodb-endpoint names another DynamoDB
+	engine *outbox.Engine
+	ports  lambdafn.EnginePorts
+	obs    *telemetry.Observer
+	api    http.Handler
+	ln     net.Listener
+	loop   *drainLoop
+	secret string
+	email  string // where email goes, for the banner
+}
+
+// Start builds the stack: DynamoDB, the table (created if missing), the
+// engine with the built-in adapters, the HTTP API, and its listener. Nothing
+// runs until Run.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Stack{cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = telemetry.NewLogger(os.Stderr, slog.LevelInfo)
+	}
+	s.secret = cfg.WebhookSecret
+	if s.secret == "" {
+		var err error
+		if s.secret, err = NewWebhookSecret(); err != nil {
+			return nil, err
+		}
+	}
+
+	if cfg.DynamoDBEndpoint == "" {
+		s.local = ddblocal.New(ddblocal.WithClock(cfg.Clock))
+		s.db = s.local
+	} else {
+		s.db = RemoteDynamoDB(cfg.DynamoDBEndpoint)
+	}
+
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
+	}
+	metricsOut := cfg.MetricsOut
+	if metricsOut == nil {
+		metricsOut = io.Discard
+	}
+	s.obs = telemetry.NewObserver(telemetry.NewMetrics(metricsOut, cfg.Clock, map[string]string{"function": "ferry-dev"}), s.log)
+	s.engine, err = outbox.New(s.db, cfg.Clock, reg, outbox.Config{
+		Table: cfg.Table, Partitions: cfg.Partitions, Lease: cfg.Lease,
+		WriteMargin: cfg.WriteMargin, RetryBase: cfg.RetryBase,
+	}, outbox.WithObserver(s.obs))
+	if err != nil {
+		return nil, fmt.Errorf("error building the engine: %w", err)
+	}
+	if err := EnsureTable(ctx, s.engine); err != nil {
+		return nil, err
+	}
+	s.ports = lambdafn.EnginePorts{Engine: s.engine, Owner: fmt.Sprintf("ferry-dev-%d", os.Getpid())}
+	// One pass may start attempts for this long; the engine keeps the write
+	// margin on top of it.
+	s.loop = newDrainLoop(s.ports, cfg.Clock, cfg.Poll, cfg.WriteMargin+2*time.Second, s.log)
+
+	tokens := make(map[string][]string, len(cfg.Tokens))
+	for _, t := range cfg.Tokens {
+		tokens[t.Token] = append(tokens[t.Token], t.Workspaces...)
+	}
+	auth, err := httpapi.NewBearerTokens(tokens)
+	if err != nil {
+		return nil, fmt.Errorf("--token: %w", err)
+	}
+	s.api, err = httpapi.New(httpapi.Options{
+		Outbox: s.engine, Auth: auth, Clock: cfg.Clock, Logger: s.log,
+		OnEnqueued: func(actions []outbox.Action) {
+			ps := make([]int, 0, len(actions))
+			for _, a := range actions {
+				ps = append(ps, a.Partition)
+			}
+			s.loop.Wake(ps...)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error building the HTTP API: %w", err)
+	}
+	var lc net.ListenConfig
+	s.ln, err = lc.Listen(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("error listening on --addr %s: %w", cfg.Addr, err)
+	}
+	return s, nil
+}
+
+// registry registers the built-in adapters.
+func (s *Stack) registry() (*outbox.Registry, error) {
+	reg := outbox.NewRegistry()
+	secrets, err := webhook.NewStaticSecrets(nil, s.secret)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-secret: %w", err)
+	}
+	wh, err := webhook.New(webhook.Options{
+		Secrets: secrets, Clock: s.cfg.Clock,
+		Policy: ssrfguard.Policy{AllowPrivate: s.cfg.AllowPrivateWebhooks},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error building the webhook adapter: %w", err)
+	}
+	if err := reg.Register(wh); err != nil {
+		return nil, err
+	}
+	if err := s.registerEmail(reg); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// URL is the API's base URL.
+func (s *Stack) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Engine is the stack's engine (tests read actions through it).
+func (s *Stack) Engine() *outbox.Engine { return s.engine }
+
+// WebhookSecret is the signing secret in use.
+func (s *Stack) WebhookSecret() string { return s.secret }
+
+// DrainPasses counts the drainer's completed passes.
+func (s *Stack) DrainPasses() uint64 { return s.loop.Passes() }
+
+// Run serves the API and runs the drainer, reaper and retention until ctx
+// is done. Then it stops accepting requests, lets the drain pass in progress
+// finish (attempts run to their end; claimed actions not started are
+// released), and returns nil.
+func (s *Stack) Run(ctx context.Context) error {
+	srv := &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(s.ln) }()
+
+	var wg sync.WaitGroup
+	wg.Go(func() { s.loop.Run(ctx) })
+	if s.local != nil {
+		wg.Go(func() { s.followChanges(ctx) })
+	}
+	wg.Go(func() { s.every(ctx, s.cfg.ReapEvery, s.reap) })
+	wg.Go(func() { s.every(ctx, s.cfg.RetainEvery, s.retain) })
+	s.printBanner()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		err = fmt.Errorf("error serving the API: %w", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = fmt.Errorf("error shutting down the API: %w", serr)
+	}
+	wg.Wait()
+	if ferr := s.obs.Flush(); ferr != nil {
+		s.log.Warn("flushing metrics failed", slog.Any("error", ferr))
+	}
+	s.log.Info("ferry dev stopped")
+	return err
+}
+
+// followChanges wakes the drainer for every change of the embedded table
+// that makes an action claimable, as the DynamoDB Streams trigger does in
+// AWS (the ADR's stream filter: due_pk present and state ADMITTED).
+func (s *Stack) followChanges(ctx context.Context) {
+	ch, stop := s.local.Watch()
+	defer stop()
+	var from uint64
+	if cs := s.local.Changes(s.cfg.Table, 0); len(cs) > 0 {
+		from = cs[len(cs)-1].Seq + 1
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+		cs := s.local.Changes(s.cfg.Table, from)
+		var wake []int
+		for _, c := range cs {
+			from = c.Seq + 1
+			if p, ok := s.claimable(c); ok {
+				wake = append(wake, p)
+			}
+		}
+		if len(wake) > 0 {
+			s.loop.Wake(wake...)
+		}
+	}
+}
+
+func (s *Stack) claimable(c ddblocal.Change) (int, bool) {
+	if c.NewImage == nil {
+		return 0, false
+	}
+	if _, ok := c.NewImage["due_pk"]; !ok {
+		return 0, false
+	}
+	st, ok := c.NewImage["st"].(*types.AttributeValueMemberS)
+	if !ok || st.Value != string(outbox.StateADMITTED) {
+		return 0, false
+	}
+	pk, ok := c.Keys["pk"].(*types.AttributeValueMemberS)
+	if !ok {
+		return 0, false
+	}
+	return s.engine.PartitionOf(pk.Value)
+}
+
+func (s *Stack) every(ctx context.Context, d time.Duration, f func(context.Context)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f(ctx)
+		}
+	}
+}
+
+func (s *Stack) reap(ctx context.Context) {
+	h := &lambdafn.ReaperHandler{Engine: s.ports, Obs: s.obs, Log: s.log}
+	if _, err := h.Invoke(ctx, events.EventBridgeEvent{ID: "ferry-dev-reaper"}); err != nil {
+		s.log.Warn("reaper pass failed", slog.Any("error", err))
+	}
+}
+
+func (s *Stack) retain(ctx context.Context) {
+	r, ok := retainerOf(s.engine)
+	if !ok {
+		return
+	}
+	h := &lambdafn.RetentionHandler{Engine: r, Obs: s.obs, Log: s.log}
+	if _, err := h.Invoke(ctx, events.EventBridgeEvent{ID: "ferry-dev-retention"}); err != nil {
+		s.log.Warn("retention pass failed", slog.Any("error", err))
+	}
+}
+
+// RemoteDynamoDB returns a client for the DynamoDB at endpoint (ferry
+// dynamodb, DynamoDB Local). Credentials come from the environment when set;
+// otherwise static local ones, so no credential provider ever reaches out
+// for instance metadata.
+func RemoteDynamoDB(endpoint string) *dynamodb.Client {
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = "us-east-1"
+	}
+	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if id == "" || secret == "" {
+		id, secret = "ferry", "ferry"
+	}
+	return dynamodb.New(dynamodb.Options{
+		BaseEndpoint: aws.String(endpoint),
+		Region:       region,
+		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN")),
+	})
+}
