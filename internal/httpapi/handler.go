@@ -67,7 +67,7 @@ func routeTable() []route {
 		{Method: http.MethodPost, Path: "/v1/actions:batch", Auth: true,
 			Statuses: []int{201, 400, 403, 413, 422}, serve: (*Handler).enqueueBatch},
 		{Method: http.MethodGet, Path: "/v1/actions/{id}", Auth: true,
-			Statuses: []int{200, 404}, serve: (*Handler).get},
+			Statuses: []int{200, 400, 404}, serve: (*Handler).get},
 		{Method: http.MethodGet, Path: "/v1/actions", Auth: true,
 			Statuses: []int{200, 400, 403}, serve: (*Handler).list},
 		{Method: http.MethodPost, Path: "/v1/actions/{id}/admit", Auth: true,

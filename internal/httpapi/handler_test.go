@@ -123,6 +123,10 @@ func (b *testBundle) do(t *testing.T, method, path, token, body string) answer {
 	}
 	w := httptest.NewRecorder()
 	b.h.ServeHTTP(w, r)
+	// Every answer a test sees must be one the OpenAPI document lists.
+	if rt, ok := routeFor(b.h, r); ok {
+		require.Contains(t, documentedStatuses(rt), w.Code, "%s %s answered an undocumented status", rt.Method, rt.Path)
+	}
 	require.Equal(t, "application/json", w.Header().Get("Content-Type"))
 	require.True(t, json.Valid(w.Body.Bytes()), "body: %s", w.Body.String())
 	return answer{Status: w.Code, Header: w.Header(), Body: w.Body.Bytes()}
