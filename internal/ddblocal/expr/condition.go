@@ -113,7 +113,9 @@ func (p *parser) parsePrimary() condNode {
 		p.next()
 		hi := p.parseOperand()
 		if lo.kind == operandValue && hi.kind == operandValue && lo.value != nil && hi.value != nil {
-			if c, ok := Compare(lo.value, hi.value); ok && c > 0 {
+			if TypeCode(lo.value) != TypeCode(hi.value) {
+				p.semantic("The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", describeValue(lo.value), describeValue(hi.value))
+			} else if c, ok := Compare(lo.value, hi.value); ok && c > 0 {
 				p.semantic("The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", describeValue(lo.value), describeValue(hi.value))
 			}
 		}
@@ -366,8 +368,10 @@ type compareNode struct {
 }
 
 // eval: = is deep equality of any two values; <> is its negation, so it is
-// true when an attribute is missing or of another type; the orderings hold
-// only between two S, two N or two B values.
+// true when an attribute is missing or of another type (DynamoDB behaviour,
+// confirmed against the service in github.com/nubo-db/dynoxide pull request
+// #8 and github.com/truora/minidyn issue #23); the orderings hold only between
+// two S, two N or two B values, and are false otherwise.
 func (n compareNode) eval(item map[string]types.AttributeValue) bool {
 	a, aok := n.left.eval(item)
 	b, bok := n.right.eval(item)

@@ -175,6 +175,7 @@ func TestConditionErrors(t *testing.T) {
 		{"a = :w", "Invalid ConditionExpression: An expression attribute value used in expression is not defined; attribute value: :w"},
 		{"a = a", "Invalid ConditionExpression: The first operand must be distinct from the remaining operands for this operator or function; operator: =, first operand: [a]"},
 		{"a BETWEEN :n2 AND :n", "Invalid ConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {N:2}, upper bound operand: AttributeValue: {N:1}"},
+		{"a BETWEEN :n AND :v", "Invalid ConditionExpression: The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {N:1}, upper bound operand: AttributeValue: {S:x}"},
 		{"attribute_type(a, :bad)", "Invalid ConditionExpression: Invalid attribute type name found; type: Q, valid types: { B,NULL,SS,BOOL,L,BS,N,NS,S,M }"},
 		{"begins_with(a, :n)", "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N"},
 		{"BEGINS_WITH(a, :v)", "Invalid ConditionExpression: Invalid function name; function: BEGINS_WITH"},
@@ -233,4 +234,36 @@ func TestUsage(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, u.CheckAllUsed())
 	require.NoError(t, NewUsage(nil, nil).CheckAllUsed())
+}
+
+func TestUsageValidate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		names  map[string]string
+		values map[string]types.AttributeValue
+		want   string
+	}{
+		{"Valid", map[string]string{"#a": "a", "#_1": "b"}, map[string]types.AttributeValue{":v": s("x"), ":V_2": n("1")}, ""},
+		{"Nil", nil, nil, ""},
+		{"EmptyNames", map[string]string{}, nil, "ExpressionAttributeNames must not be empty"},
+		{"EmptyValues", nil, map[string]types.AttributeValue{}, "ExpressionAttributeValues must not be empty"},
+		{"NameWithoutHash", map[string]string{"a": "a"}, nil, `ExpressionAttributeNames contains invalid key: Syntax error; key: "a"`},
+		{"NameWithDash", map[string]string{"#a-b": "a"}, nil, `ExpressionAttributeNames contains invalid key: Syntax error; key: "#a-b"`},
+		{"EmptyName", map[string]string{"#a": ""}, nil, "ExpressionAttributeNames contains invalid value: Empty attribute name for key #a"},
+		{"ValueWithoutColon", nil, map[string]types.AttributeValue{"v": s("x")}, `ExpressionAttributeValues contains invalid key: Syntax error; key: "v"`},
+		{"InvalidValue", nil, map[string]types.AttributeValue{":v": ss()}, "ExpressionAttributeValues contains invalid value: One or more parameter values were invalid: An string set  may not be empty for key :v"},
+		{"InvalidNumber", nil, map[string]types.AttributeValue{":v": n("x")}, "ExpressionAttributeValues contains invalid value: The parameter cannot be converted to a numeric value: x for key :v"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := NewUsage(tc.names, tc.values).Validate()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tc.want)
+		})
+	}
 }

@@ -147,7 +147,9 @@ func (p *parser) parseKeyTerm() []keyTerm {
 		p.next()
 		hi := p.parseKeyValue()
 		if lo != nil && hi != nil {
-			if c, ok := Compare(lo, hi); ok && c > 0 {
+			if TypeCode(lo) != TypeCode(hi) {
+				p.semantic("The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", describeValue(lo), describeValue(hi))
+			} else if c, ok := Compare(lo, hi); ok && c > 0 {
 				p.semantic("The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", describeValue(lo), describeValue(hi))
 			}
 		}

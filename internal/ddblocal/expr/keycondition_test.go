@@ -63,6 +63,7 @@ func TestParseKeyConditionErrors(t *testing.T) {
 		{"pk < :h", "Query key condition not supported"},
 		{"pk = :h AND begins_with(sk, :a)", "Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N"},
 		{"pk = :h AND sk BETWEEN :b AND :a", "Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {N:2}, upper bound operand: AttributeValue: {N:1}"},
+		{"pk = :h AND sk BETWEEN :a AND :h", "Invalid KeyConditionExpression: The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {N:1}, upper bound operand: AttributeValue: {S:h}"},
 		{"pk = :zz", "Invalid KeyConditionExpression: An expression attribute value used in expression is not defined; attribute value: :zz"},
 		{"pk = ", `Invalid KeyConditionExpression: Syntax error; token: "<EOF>", near: "= "`},
 	}

@@ -44,15 +44,22 @@ func ParseProjection(s string, u *Usage) (*Projection, error) {
 	if err := checkPaths(kindProjection, pr.paths); err != nil {
 		return nil, err
 	}
-	pr.root = &projNode{keys: map[string]*projNode{}}
-	for _, path := range pr.paths {
-		n := pr.root
+	pr.root = projectionTree(pr.paths)
+	return pr, nil
+}
+
+// projectionTree builds the tree of paths that Apply walks; the paths must
+// neither overlap nor conflict.
+func projectionTree(paths []docPath) *projNode {
+	root := &projNode{keys: map[string]*projNode{}}
+	for _, path := range paths {
+		n := root
 		for _, e := range path {
 			n = n.child(e)
 		}
 		n.leaf = true
 	}
-	return pr, nil
+	return root
 }
 
 func (n *projNode) child(e pathElem) *projNode {

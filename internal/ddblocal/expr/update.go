@@ -350,7 +350,13 @@ func (t target) set(v types.AttributeValue) {
 }
 
 // resolve finds the container of path's last element in item. A missing or
-// mistyped parent is DynamoDB's "document path ... invalid for update".
+// mistyped parent is DynamoDB's "document path ... invalid for update", for
+// SET (github.com/ExtendDB/extenddb issue #78, checked against DynamoDB) and
+// for REMOVE too, while REMOVE of a missing key in an existing map or of an
+// index past the end of a list does nothing (github.com/scylladb/scylladb
+// issue #10043, checked against DynamoDB). ADD and DELETE take nested paths
+// as well: the API reference says "top-level only", but DynamoDB accepts
+// "ADD a.b :n" (github.com/floci-io/floci issue #1756).
 func resolve(item map[string]types.AttributeValue, path docPath) (target, error) {
 	parent := types.AttributeValue(&types.AttributeValueMemberM{Value: item})
 	for _, e := range path[:len(path)-1] {
@@ -620,4 +626,13 @@ func difference[T any](a, b []T, eq func(T, T) bool) []T {
 		}
 	}
 	return out
+}
+
+// UpdatedAttributes returns the parts of item that the update's target paths
+// select, nested as in the item: what ReturnValues UPDATED_OLD (given the old
+// item) and UPDATED_NEW (given the new item) return. DynamoDB returns only
+// the updated paths, so "SET a.b = :v" yields {a: {b: ...}}, not all of a.
+func (up *Update) UpdatedAttributes(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	pr := &Projection{paths: up.paths, root: projectionTree(up.paths)}
+	return pr.Apply(item)
 }

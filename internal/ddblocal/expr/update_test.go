@@ -188,3 +188,24 @@ func TestUpdateTopLevelAttributes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "c", "d", "e", "f"}, up.TopLevelAttributes())
 }
+
+func TestUpdateUpdatedAttributes(t *testing.T) {
+	t.Parallel()
+	up, err := ParseUpdate("SET doc.sb.leaf = :two, a = :v REMOVE str, lst[1] ADD cnt :one", NewUsage(nil, item{":two": n("2"), ":v": s("new"), ":one": n("1")}))
+	require.NoError(t, err)
+	old := updateItem()
+	require.True(t, itemsEqual(item{
+		"doc": m(item{"sb": m(item{"leaf": n("1")})}),
+		"str": s("text"),
+		"lst": l(s("b")),
+		"cnt": n("5"),
+	}, up.UpdatedAttributes(old)), dump(up.UpdatedAttributes(old)))
+	updated, err := up.Apply(old)
+	require.NoError(t, err)
+	require.True(t, itemsEqual(item{
+		"doc": m(item{"sb": m(item{"leaf": n("2")})}),
+		"a":   s("new"),
+		"lst": l(s("c")),
+		"cnt": n("6"),
+	}, up.UpdatedAttributes(updated)), dump(up.UpdatedAttributes(updated)))
+}

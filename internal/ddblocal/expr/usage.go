@@ -54,6 +54,62 @@ func (u *Usage) value(key string) (types.AttributeValue, bool) {
 	return nil, false
 }
 
+// Validate refuses malformed ExpressionAttributeNames and
+// ExpressionAttributeValues the way DynamoDB does before it reads any
+// expression: present but empty maps, keys without their # or : sign or with
+// other characters, empty names, and invalid values (ValidateValue).
+func (u *Usage) Validate() error {
+	if u == nil {
+		return nil
+	}
+	if u.names != nil && len(u.names) == 0 {
+		return errorf("ExpressionAttributeNames must not be empty")
+	}
+	if u.values != nil && len(u.values) == 0 {
+		return errorf("ExpressionAttributeValues must not be empty")
+	}
+	for _, k := range sortedKeys(u.names) {
+		if !validPlaceholder(k, '#') {
+			return errorf("ExpressionAttributeNames contains invalid key: Syntax error; key: \"%s\"", k)
+		}
+		if u.names[k] == "" {
+			return errorf("ExpressionAttributeNames contains invalid value: Empty attribute name for key %s", k)
+		}
+	}
+	for _, k := range sortedKeys(u.values) {
+		if !validPlaceholder(k, ':') {
+			return errorf("ExpressionAttributeValues contains invalid key: Syntax error; key: \"%s\"", k)
+		}
+		if err := ValidateValue(u.values[k]); err != nil {
+			return errorf("ExpressionAttributeValues contains invalid value: %s for key %s", err.Error(), k)
+		}
+	}
+	return nil
+}
+
+// validPlaceholder reports whether key is sign followed by one or more
+// letters, digits or underscores, which is all the lexer accepts.
+func validPlaceholder(key string, sign byte) bool {
+	if len(key) < 2 || key[0] != sign {
+		return false
+	}
+	for i := 1; i < len(key); i++ {
+		if !isIdentChar(key[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // CheckAllUsed refuses names or values that no expression used, names first,
 // with DynamoDB's messages, e.g. "Value provided in ExpressionAttributeNames
 // unused in expressions: keys: {#a, #b}".
