@@ -124,6 +124,23 @@ func (l *drainLoop) donePass() {
 	l.passDone.Broadcast()
 }
 
+// WaitPasses blocks until more than n passes have completed or ctx is done,
+// and returns the count it saw.
+func (l *drainLoop) WaitPasses(ctx context.Context, n uint64) uint64 {
+	stop := context.AfterFunc(ctx, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.passDone.Broadcast()
+	})
+	defer stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.passes <= n && ctx.Err() == nil {
+		l.passDone.Wait()
+	}
+	return l.passes
+}
+
 // Passes returns how many passes (wake-ups and sweeps) have completed.
 func (l *drainLoop) Passes() uint64 {
 	l.mu.Lock()

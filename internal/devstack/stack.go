@@ -158,6 +158,13 @@ func (s *Stack) WebhookSecret() string { return s.secret }
 // DrainPasses counts the drainer's completed passes.
 func (s *Stack) DrainPasses() uint64 { return s.loop.Passes() }
 
+// WaitDrainPasses blocks until the drainer has completed more than n passes
+// (or ctx is done) and returns the count: tests step the stack pass by pass
+// instead of sleeping.
+func (s *Stack) WaitDrainPasses(ctx context.Context, n uint64) uint64 {
+	return s.loop.WaitPasses(ctx, n)
+}
+
 // Run serves the API and runs the drainer, reaper and retention until ctx
 // is done. Then it stops accepting requests, lets the drain pass in progress
 // finish (attempts run to their end; claimed actions not started are
@@ -264,11 +271,7 @@ func (s *Stack) reap(ctx context.Context) {
 }
 
 func (s *Stack) retain(ctx context.Context) {
-	r, ok := retainerOf(s.engine)
-	if !ok {
-		return
-	}
-	h := &lambdafn.RetentionHandler{Engine: r, Obs: s.obs, Log: s.log}
+	h := &lambdafn.RetentionHandler{Engine: s.ports, Obs: s.obs, Log: s.log}
 	if _, err := h.Invoke(ctx, events.EventBridgeEvent{ID: "ferry-dev-retention"}); err != nil {
 		s.log.Warn("retention pass failed", slog.Any("error", err))
 	}

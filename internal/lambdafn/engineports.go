@@ -65,3 +65,14 @@ func (p EnginePorts) Reap(ctx context.Context) (ReapStats, error) {
 	}
 	return st, nil
 }
+
+var _ Retainer = EnginePorts{}
+
+// Retain implements Retainer.
+func (p EnginePorts) Retain(ctx context.Context) (RetainStats, error) {
+	r, err := p.Engine.Retain(ctx)
+	if err != nil {
+		return RetainStats{}, err
+	}
+	return RetainStats{Deleted: r.Deleted, Trimmed: r.Trimmed}, nil
+}

@@ -1,0 +1,144 @@
+package devstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/telemetry"
+)
+
+type devBundle struct {
+	stack  *Stack
+	logs   *bytes.Buffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startStack runs a stack on a loopback port with its logs captured.
+func startStack(t *testing.T, cfg Config) *devBundle {
+	t.Helper()
+	logs := &bytes.Buffer{}
+	w := telemetry.NewLockedWriter(logs)
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Logger = telemetry.NewLogger(w, slog.LevelDebug)
+	cfg.MetricsOut = w
+	cfg.MailDir = t.TempDir()
+	if cfg.Poll == 0 {
+		cfg.Poll = 20 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stack, err := Start(ctx, cfg)
+	require.NoError(t, err)
+	b := &devBundle{stack: stack, logs: logs, cancel: cancel, done: make(chan error, 1)}
+	go func() { b.done <- stack.Run(ctx) }()
+	t.Cleanup(func() { b.stop(t) })
+	return b
+}
+
+func (b *devBundle) stop(t *testing.T) {
+	if b.cancel == nil {
+		return
+	}
+	b.cancel()
+	b.cancel = nil
+	select {
+	case err := <-b.done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stack did not stop")
+	}
+}
+
+func (b *devBundle) do(t *testing.T, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, b.stack.URL()+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer dev")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(raw, &out), "body %s", raw)
+	return resp.StatusCode, out
+}
+
+// awaitState steps the drainer pass by pass (at most maxPasses) until the
+// action reaches one of the ended states, and returns the action.
+func (b *devBundle) awaitEnded(t *testing.T, id string, maxPasses int) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seen := b.stack.DrainPasses()
+	for range maxPasses {
+		status, a := b.do(t, http.MethodGet, "/v1/actions/"+id, "")
+		require.Equal(t, http.StatusOK, status)
+		switch a["state"] {
+		case "DONE", "FAILED", "UNCERTAIN", "CANCELLED":
+			return a
+		}
+		seen = b.stack.WaitDrainPasses(ctx, seen)
+		require.NoError(t, ctx.Err(), "the drainer made no pass")
+	}
+	t.Fatalf("action %s did not end within %d drain passes", id, maxPasses)
+	return nil
+}
+
+type receiver struct {
+	mu     sync.Mutex
+	bodies []string
+	ids    []string
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.bodies = append(r.bodies, string(body))
+	r.ids = append(r.ids, req.Header.Get("webhook-id"))
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func TestDevStack(t *testing.T) {
+	t.Parallel()
+
+	t.Run("WebhookToLocalReceiverReachesDone", func(t *testing.T) {
+		t.Parallel()
+		rcv := &receiver{}
+		srv := httptest.NewServer(rcv)
+		defer srv.Close()
+		b := startStack(t, Config{AllowPrivateWebhooks: true})
+
+		status, a := b.do(t, http.MethodPost, "/v1/actions",
+			`{"kind":"webhook","payload":{"url":"`+srv.URL+`/hook","body":{"order":"payload-value-4711"}}}`)
+		require.Equal(t, http.StatusCreated, status, "%v", a)
+		id := a["id"].(string)
+
+		ended := b.awaitEnded(t, id, 200)
+		require.Equal(t, "DONE", ended["state"], "%v\nlogs:\n%s", ended, b.logs.String())
+		require.EqualValues(t, 1, ended["attempt"])
+		require.NotContains(t, ended, "payload")
+
+		rcv.mu.Lock()
+		require.Equal(t, []string{`{"order":"payload-value-4711"}`}, rcv.bodies)
+		require.Equal(t, []string{id}, rcv.ids)
+		rcv.mu.Unlock()
+
+		b.stop(t)
+		require.Contains(t, b.logs.String(), `"action.id":"`+id+`"`)
+		require.NotContains(t, b.logs.String(), "payload-value-4711")
+	})
+}
