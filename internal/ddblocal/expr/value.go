@@ -319,3 +319,50 @@ func describeValue(v types.AttributeValue) string {
 	}
 	return "{" + TypeCode(v) + "}"
 }
+
+// CanonicalValue returns v with every number, including those in number
+// sets, lists and maps, rewritten to DynamoDB's normalised text
+// (CanonicalNumber), so stored items read back the way DynamoDB returns
+// them. v must already be valid (ValidateValue); an invalid number is an
+// *Error.
+func CanonicalValue(v types.AttributeValue) (types.AttributeValue, error) {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberN:
+		c, err := CanonicalNumber(x.Value)
+		if err != nil {
+			return nil, err
+		}
+		return &types.AttributeValueMemberN{Value: c}, nil
+	case *types.AttributeValueMemberNS:
+		out := make([]string, len(x.Value))
+		for i, s := range x.Value {
+			c, err := CanonicalNumber(s)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return &types.AttributeValueMemberNS{Value: out}, nil
+	case *types.AttributeValueMemberL:
+		out := make([]types.AttributeValue, len(x.Value))
+		for i, e := range x.Value {
+			c, err := CanonicalValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return &types.AttributeValueMemberL{Value: out}, nil
+	case *types.AttributeValueMemberM:
+		out := make(map[string]types.AttributeValue, len(x.Value))
+		for k, e := range x.Value {
+			c, err := CanonicalValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return &types.AttributeValueMemberM{Value: out}, nil
+	}
+	return CopyValue(v), nil
+}

@@ -164,3 +164,13 @@ func TestCopyValueIsDeep(t *testing.T) {
 	cp.Value["bs"].(*types.AttributeValueMemberBS).Value[0][0] = 'z'
 	require.True(t, Equal(orig, m(item{"l": l(b("ab"), ss("x")), "bs": bs("q")})))
 }
+
+func TestCanonicalValue(t *testing.T) {
+	t.Parallel()
+	got, err := CanonicalValue(m(item{"n": n("1.50"), "ns": ns("1e2", "-0.0"), "l": l(n("007"), s("1.50"))}))
+	require.NoError(t, err)
+	want := m(item{"n": n("1.5"), "ns": ns("100", "0"), "l": l(n("7"), s("1.50"))})
+	require.Equal(t, dumpValue(want), dumpValue(got))
+	_, err = CanonicalValue(l(n("x")))
+	require.EqualError(t, err, "The parameter cannot be converted to a numeric value: x")
+}
