@@ -314,6 +314,7 @@ func runRefusals(t *testing.T, b *testBundle) {
 	// One existing action so that cancel-with-body has a target.
 	require.Equal(t, http.StatusCreated, b.do(t, "POST", "/v1/actions", tokA, webhookBody).Status)
 	before := b.items()
+	require.Positive(t, before, "the store's count must see the action")
 	for _, tc := range refusals() {
 		t.Run(tc.name, func(t *testing.T) {
 			ans := b.do(t, tc.method, tc.path, tc.token, tc.body)

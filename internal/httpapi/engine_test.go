@@ -1,0 +1,138 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// testAdapter stands in for a built-in kind: it validates like the fake
+// outbox (webhook payloads need an https "url") and never runs.
+type testAdapter struct{ kind string }
+
+func (a testAdapter) Spec() outbox.KindSpec {
+	return outbox.KindSpec{Name: a.kind, Class: outbox.IdempotentReceiver}
+}
+
+func (a testAdapter) Validate(_ string, payload json.RawMessage) error {
+	if a.kind != "webhook" {
+		return nil
+	}
+	var w struct {
+		URL any `json:"url"`
+	}
+	if err := json.Unmarshal(payload, &w); err != nil {
+		return &outbox.PayloadError{Message: err.Error()}
+	}
+	if u, ok := w.URL.(string); !ok || !strings.HasPrefix(u, "https://") {
+		return &outbox.PayloadError{Field: "url", Message: "must be an https URL"}
+	}
+	return nil
+}
+
+func (a testAdapter) Execute(context.Context, *outbox.Attempt) outbox.Result {
+	return outbox.Done("test")
+}
+
+// setupEngine runs the handler on the real engine over the embedded
+// DynamoDB; items counts every item of the table except the partitions'
+// seq counters. A refused batch may have reserved seq numbers for its
+// first actions before a later one failed validation (the engine reserves
+// while it validates); that leaves a gap in the seqs, which blocks of seqs
+// leave anyway, and nothing a reader can see. Every other item (actions,
+// idempotency records, lane tails, fences) counts.
+func setupEngine(t *testing.T) *testBundle {
+	t.Helper()
+	ctx := t.Context()
+	clk := clock.NewManual(testStart)
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	reg := outbox.NewRegistry()
+	require.NoError(t, reg.Register(testAdapter{"webhook"}))
+	require.NoError(t, reg.Register(testAdapter{"email"}))
+	eng, err := outbox.New(db, clk, reg, outbox.Config{Table: "ferry", Partitions: 4})
+	require.NoError(t, err)
+	require.NoError(t, eng.EnsureTable(ctx))
+	items := func() int {
+		n := 0
+		in := &dynamodb.ScanInput{TableName: aws.String("ferry"),
+			FilterExpression:          aws.String("sk <> :seq"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":seq": &types.AttributeValueMemberS{Value: "SEQ"}}}
+		for {
+			out, err := db.Scan(ctx, in)
+			require.NoError(t, err)
+			n += len(out.Items)
+			if len(out.LastEvaluatedKey) == 0 {
+				return n
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	return newBundle(t, clk, eng, items, Limits{})
+}
+
+var _ Outbox = (*outbox.Engine)(nil)
+
+func TestEngineRefusedRequestsWriteNothing(t *testing.T) {
+	t.Parallel()
+	runRefusals(t, setupEngine(t))
+}
+
+func TestEngineFlow(t *testing.T) {
+	t.Parallel()
+	b := setupEngine(t)
+	ans := b.do(t, "POST", "/v1/actions", tokA, `{"kind":"webhook","lane_key":"order-42","idempotency_key":"k1",
+		"subject_id":"s1","propose":true,"payload":{"url":"https://example.com/hook","body":{"order":42}}}`)
+	require.Equal(t, http.StatusCreated, ans.Status, "%s", ans.Body)
+	m := ans.json(t)
+	id := m["id"].(string)
+	require.Equal(t, "PROPOSED", m["state"])
+	require.Equal(t, "a", m["workspace_id"])
+	require.Equal(t, "2026-11-29T12:00:00Z", m["created_at"])
+
+	again := b.do(t, "POST", "/v1/actions", tokA, `{"kind":"webhook","idempotency_key":"k1","payload":{"url":"https://example.com/x"}}`)
+	require.Equal(t, http.StatusOK, again.Status, "%s", again.Body)
+	require.Equal(t, id, again.json(t)["id"])
+
+	require.Equal(t, http.StatusNotFound, b.do(t, "GET", "/v1/actions/"+id, tokB, "").Status)
+	require.Equal(t, http.StatusNotFound, b.do(t, "POST", "/v1/actions/"+id+"/admit", tokB, "").Status)
+	got := b.do(t, "GET", "/v1/actions/"+id, tokA, "")
+	require.Equal(t, http.StatusOK, got.Status)
+	require.Equal(t, m, got.json(t))
+
+	ans = b.do(t, "POST", "/v1/actions/"+id+"/admit", tokA, "")
+	require.Equal(t, http.StatusOK, ans.Status, "%s", ans.Body)
+	require.Equal(t, "ADMITTED", ans.json(t)["state"])
+	require.Equal(t, http.StatusConflict, b.do(t, "POST", "/v1/actions/"+id+"/admit", tokA, "").Status)
+	ans = b.do(t, "POST", "/v1/actions/"+id+"/cancel", tokA, "")
+	require.Equal(t, http.StatusOK, ans.Status, "%s", ans.Body)
+	require.Equal(t, "CANCELLED", ans.json(t)["state"])
+	_, hasPayload := ans.json(t)["payload"]
+	require.False(t, hasPayload)
+
+	batch := b.do(t, "POST", "/v1/actions:batch", tokAB, `{"actions":[
+		{"kind":"webhook","workspace_id":"b","lane_key":"l","payload":{"url":"https://e.com/1"}},
+		{"kind":"email","workspace_id":"b","lane_key":"l","subject_id":"s1","payload":{}}]}`)
+	require.Equal(t, http.StatusCreated, batch.Status, "%s", batch.Body)
+
+	list := b.do(t, "GET", "/v1/actions?workspace_id=b&lane_key=l", tokAB, "")
+	require.Equal(t, http.StatusOK, list.Status, "%s", list.Body)
+	require.Len(t, list.json(t)["actions"], 2)
+	list = b.do(t, "GET", "/v1/actions", tokA, "")
+	require.Equal(t, http.StatusOK, list.Status, "%s", list.Body)
+	require.Len(t, list.json(t)["actions"], 1)
+
+	erased := b.do(t, "DELETE", "/v1/subjects/s1", tokB, "")
+	require.Equal(t, http.StatusOK, erased.Status, "%s", erased.Body)
+	require.JSONEq(t, `{"erased":1}`, string(erased.Body))
+}
