@@ -170,7 +170,7 @@ func (p *parser) parseKeyComparator() string {
 		p.next()
 		return t.text
 	case tokNe:
-		p.failRaw("Unsupported operator in KeyConditionExpression: <>")
+		p.failRaw("Invalid operator used in KeyConditionExpression: <>")
 	}
 	p.syntaxError()
 	return ""

@@ -54,7 +54,7 @@ func TestParseKeyConditionErrors(t *testing.T) {
 		{"pk = :h OR sk = :a", "Invalid operator used in KeyConditionExpression: OR"},
 		{"NOT pk = :h", "Invalid operator used in KeyConditionExpression: NOT"},
 		{"pk IN (:h)", "Invalid operator used in KeyConditionExpression: IN"},
-		{"pk <> :h", "Unsupported operator in KeyConditionExpression: <>"},
+		{"pk <> :h", "Invalid operator used in KeyConditionExpression: <>"},
 		{"pk = :h AND contains(sk, :a)", "Invalid operator used in KeyConditionExpression: contains"},
 		{"pk = :h AND pk = :a", "KeyConditionExpressions must only contain one condition per key"},
 		{"pk = :h AND sk = :a AND x = :b", "Conditions can be of length 1 or 2 only"},
