@@ -210,7 +210,15 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Action, error) {
 		if a.State != StatePROPOSED && a.State != StateADMITTED {
 			return nil, &TransitionError{ID: id, From: a.State, To: StateCANCELLED}
 		}
-		cond := condState(a.State, a.Epoch)
+		// The condition names both cancellable states, so the write itself
+		// refuses an action that started or ended meanwhile.
+		cond := cond{
+			expr:  "#st IN (:cp, :ca) AND #ep = :cep",
+			names: map[string]string{"#st": attrState, "#ep": attrEpoch},
+			vals: map[string]types.AttributeValue{
+				":cp": avS(string(StatePROPOSED)), ":ca": avS(string(StateADMITTED)), ":cep": avN(a.Epoch),
+			},
+		}
 		ended, err := e.end(ctx, &a, endParams{To: StateCANCELLED, Reason: StopCancelled, Cond: cond,
 			Result: Result{Outcome: OutcomeCancelled, StopReason: StopCancelled}})
 		if err == nil {

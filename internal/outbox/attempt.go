@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -182,27 +183,27 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action) (attemptReport,
 	}
 	rep.Outcome = res.Outcome
 	d := decide(res, a.Attempt, a.MaxAttempts, time.Duration(e.backoff(a.Attempt)))
-	ended, err := e.applyDecision(ctx, &a, d, res)
+	ended, _, err := e.applyDecision(ctx, &a, d, res)
 	rep.Ended = ended
 	return rep, err
 }
 
 // applyDecision writes what an attempt decided, guarded by the claim's
 // epoch and owner.
-func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res Result) (bool, error) {
+func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res Result) (ended, refused bool, err error) {
 	if !d.Write {
-		return false, nil
+		return false, false, nil
 	}
 	if d.To.Ended() {
 		_, err := e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: condHeld(a.Epoch, a.Owner), Result: res})
 		if err != nil {
 			if isCondFailed(err) {
 				e.obs.FenceRefused(a)
-				return false, nil
+				return false, true, nil
 			}
-			return false, err
+			return false, false, err
 		}
-		return true, nil
+		return true, false, nil
 	}
 	now := e.clk.Now().UTC()
 	at := now.Add(d.Wait)
@@ -227,18 +228,51 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		// next claim reads back first.
 		upd = "SET #lx = :at, #dsk = :dsk REMOVE #own"
 	default:
-		return false, fmt.Errorf("outbox: no write for decision to %s", d.To)
+		return false, false, fmt.Errorf("outbox: no write for decision to %s", d.To)
 	}
-	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
 		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
 	})
 	if err != nil {
 		if isCondFailed(err) {
 			e.obs.FenceRefused(a)
-			return false, nil
+			return false, true, nil
 		}
-		return false, fmt.Errorf("error writing %s outcome of %s: %w", res.Outcome, a.ID, err)
+		return false, false, fmt.Errorf("error writing %s outcome of %s: %w", res.Outcome, a.ID, err)
 	}
-	return false, nil
+	return false, false, nil
+}
+
+// ErrNotHeld is returned by AttemptFinish when the write's condition refused
+// it: the action is not EXECUTING under that epoch and owner (another claim
+// took it, it ended, or it was erased).
+var ErrNotHeld = errors.New("outbox: claim not held")
+
+// AttemptFinish writes the outcome of an attempt of a claimed action, exactly
+// as the drainer does after Execute: held must carry the claim's epoch and
+// owner (as Claim returned it). It is for callers that run attempts
+// themselves (tests, custom drivers). The write is refused with ErrNotHeld
+// when the claim is no longer held.
+func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*Action, error) {
+	if res.Outcome <= OutcomeNone || res.Outcome >= OutcomeAbandoned {
+		return nil, &ValidationError{Field: "outcome", Message: fmt.Sprintf("outcome %s cannot be written", res.Outcome)}
+	}
+	it, err := e.getActionItem(ctx, held.ID)
+	if err != nil {
+		return nil, err
+	}
+	cur, _ := decodeAction(it)
+	// The write is guarded by the epoch and owner the caller holds, not by
+	// what was just read.
+	cur.Epoch, cur.Owner = held.Epoch, held.Owner
+	d := decide(res, cur.Attempt, cur.MaxAttempts, time.Duration(e.backoff(cur.Attempt)))
+	_, refused, err := e.applyDecision(ctx, &cur, d, res)
+	if err != nil {
+		return nil, err
+	}
+	if refused {
+		return nil, fmt.Errorf("action %s epoch %d owner %q: %w", held.ID, held.Epoch, held.Owner, ErrNotHeld)
+	}
+	return e.ActionGet(ctx, held.ID)
 }

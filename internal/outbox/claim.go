@@ -136,6 +136,9 @@ func claimable(c candidate, now time.Time) bool {
 		if a.LeaseExpiresAt.After(now) {
 			return false
 		}
+		if a.WriteStartedAt.IsZero() && !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now) {
+			return false // nothing was written and it expired: the reaper cancels it
+		}
 		return c.class != AtMostOnce || a.WriteStartedAt.IsZero()
 	}
 	return false
@@ -260,8 +263,8 @@ func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDu
 		})
 	case StateEXECUTING:
 		cd = cd.and(cond{
-			expr:  "#lx <= :cnow",
-			names: map[string]string{"#lx": attrLease},
+			expr:  "#lx <= :cnow AND (attribute_not_exists(#xa) OR #xa > :cnow OR attribute_exists(#wsa))",
+			names: map[string]string{"#lx": attrLease, "#xa": attrExpires, "#wsa": attrWrite},
 			vals:  map[string]types.AttributeValue{":cnow": avMs(now)},
 		})
 	}

@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -93,7 +95,14 @@ func New(db DynamoDB, clk clock.Clock, reg *Registry, cfg Config, opts ...Option
 		e.rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	}
 	e.spread.Store(uint64(e.intN(cfg.Partitions)))
-	e.tokPre = fmt.Sprintf("%016x", e.uint64())
+	// Tokens must never repeat across engines (a repeat within 10 minutes
+	// would make DynamoDB answer another request's result), so their prefix
+	// comes from the operating system, not the replayable source.
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("outbox: reading random token prefix: %w", err)
+	}
+	e.tokPre = hex.EncodeToString(b[:])
 	return e, nil
 }
 

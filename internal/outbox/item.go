@@ -187,9 +187,15 @@ func actionItem(a *Action) map[string]types.AttributeValue {
 	if !a.ExpiresAt.IsZero() {
 		it[attrExpires] = avMs(a.ExpiresAt)
 	}
-	if a.State == StateADMITTED {
+	switch {
+	case a.State == StateADMITTED:
 		it[attrDuePK] = avS(duePK(a.Partition))
 		it[attrDueSK] = avS(timeSK(a.NextAttemptAt, a.Seq))
+	case a.State == StatePROPOSED && !a.ExpiresAt.IsZero():
+		// A proposal is never claimed, but the reaper must find it when it
+		// expires.
+		it[attrDuePK] = avS(duePK(a.Partition))
+		it[attrDueSK] = avS(timeSK(a.ExpiresAt, a.Seq))
 	}
 	return it
 }

@@ -110,6 +110,13 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 		case a.Attempt >= a.MaxAttempts:
 			to, reason = StateFAILED, StopAttemptsExhausted
 			c = condState(a.State, a.Epoch).and(leaseOver).and(notWrote).and(exhausted)
+		case a.WriteStartedAt.IsZero() && !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now):
+			// Its claim was lost before any write: it never started.
+			to, reason = StateCANCELLED, StopExpired
+			c = condState(a.State, a.Epoch).and(leaseOver).and(notWrote).and(cond{
+				expr:  "#xa <= :rnow",
+				names: map[string]string{"#xa": attrExpires},
+			})
 		default:
 			e.gaugeDue(a, now, g)
 			return nil // reclaimable: the drainer takes it

@@ -1,0 +1,279 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+var _ = register("OldestNOrder", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	var want []string
+	for range 5 {
+		want = append(want, tb.enqueue(t, outbox.EnqueueParams{}).ID)
+	}
+	res, _, _ := tb.claim(t, 0, 3)
+	require.Equal(t, [][]string{{want[0]}, {want[1]}, {want[2]}}, ids(res))
+	res, _, _ = tb.claim(t, 0, 3)
+	require.Equal(t, [][]string{{want[3]}, {want[4]}}, ids(res))
+	res, _, _ = tb.claim(t, 0, 3)
+	require.Empty(t, res.Groups)
+})
+
+var _ = register("NotDueIsNotClaimed", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{Payload: Payload(Script{Do: []string{"retry", "done"}})})
+	tb.drain(t)
+	got := tb.get(t, a.ID)
+	require.Equal(t, outbox.StateADMITTED, got.State)
+	require.True(t, got.NextAttemptAt.After(tb.b.Clock.Now()))
+	res, _, _ := tb.claim(t, 0, 10)
+	require.Empty(t, res.Groups)
+	tb.b.Clock.Advance(tb.cfg.RetryCap)
+	res, _, _ = tb.claim(t, 0, 10)
+	require.Equal(t, [][]string{{a.ID}}, ids(res))
+})
+
+var _ = register("StrandedLaneHeadBlocksOnlyItsLane", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	// Strand the head: another drainer holds it under a live lease.
+	res, _, _ := tb.claim(t, 0, 1)
+	require.Equal(t, [][]string{{head.ID}}, ids(res))
+	a2 := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	require.Equal(t, head.Seq, a2.PrevSeq)
+	res, _, _ = tb.claim(t, 0, 10)
+	require.Empty(t, res.Groups, "a successor must wait for its head")
+	require.Equal(t, outbox.StateADMITTED, tb.get(t, a2.ID).State)
+})
+
+var _ = register("IndependentLanesPassStrandedHead", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	// Lane A's head waits for a retry; its successor is due but blocked.
+	headA := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A", Payload: Payload(Script{Do: []string{"retry", "done"}})})
+	tb.drain(t)
+	a2 := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	b1 := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "B"})
+	k := tb.enqueue(t, outbox.EnqueueParams{})
+	res, _, _ := tb.claim(t, 0, 10)
+	require.Equal(t, [][]string{{b1.ID}, {k.ID}}, ids(res))
+	require.Equal(t, outbox.StateADMITTED, tb.get(t, a2.ID).State)
+	require.Equal(t, outbox.StateADMITTED, tb.get(t, headA.ID).State)
+})
+
+var _ = register("LaneGroupComesInOrder", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	var lane []string
+	for range 3 {
+		lane = append(lane, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"}).ID)
+	}
+	other := tb.enqueue(t, outbox.EnqueueParams{})
+	res, _, _ := tb.claim(t, 0, 10)
+	require.Equal(t, [][]string{lane, {other.ID}}, ids(res))
+	// Run them: the lane runs in order and every member ends.
+	for _, g := range res.Groups {
+		for _, a := range g {
+			_, err := tb.e.AttemptFinish(ctx, a, outbox.Done("x"))
+			require.NoError(t, err)
+		}
+	}
+	for _, id := range append(lane, other.ID) {
+		require.Equal(t, outbox.StateDONE, tb.get(t, id).State)
+	}
+})
+
+var _ = register("LimitSmallerThanLaneBacklogTakesLanesOldest", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	var lane []string
+	for range 5 {
+		lane = append(lane, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"}).ID)
+	}
+	res, _, _ := tb.claim(t, 0, 2)
+	require.Equal(t, [][]string{lane[:2]}, ids(res))
+})
+
+var _ = register("LaneRunsInOrderThroughDrain", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	var lane []string
+	for range 4 {
+		lane = append(lane, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"}).ID)
+	}
+	r := tb.drain(t)
+	require.Equal(t, 4, r.Ended)
+	var want []string
+	for _, id := range lane {
+		want = append(want, "exec:"+id)
+	}
+	require.Equal(t, want, tb.rec.Order())
+})
+
+var _ = register("WaitingLaneMembersReleasedWhenHeadDoesNotEnd", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L", Payload: Payload(Script{Do: []string{"retry", "done"}})})
+	second := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	r := tb.drain(t)
+	require.Equal(t, 2, r.Claimed)
+	require.Equal(t, 1, r.Released)
+	s := tb.get(t, second.ID)
+	require.Equal(t, outbox.StateADMITTED, s.State)
+	require.Equal(t, 0, s.Attempt, "a released member's claim does not count")
+	require.Zero(t, tb.rec.Execs(second.ID))
+	tb.b.Clock.Advance(tb.cfg.RetryCap)
+	tb.drain(t)
+	require.Equal(t, outbox.StateDONE, tb.get(t, head.ID).State)
+	require.Equal(t, outbox.StateDONE, tb.get(t, second.ID).State)
+	require.Equal(t, []string{"exec:" + head.ID, "exec:" + head.ID, "exec:" + second.ID}, tb.rec.Order())
+})
+
+var _ = register("WaitingLaneMemberLeaseRenewedBeforeItRuns", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	first := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	second := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	// The head's provider call takes most of the lease.
+	tb.rec.OnExecute = func(att *outbox.Attempt) {
+		if att.Action.ID == first.ID {
+			tb.b.Clock.Advance(tb.cfg.Lease - tb.cfg.WriteMargin/2)
+		}
+	}
+	tb.drain(t)
+	require.Equal(t, outbox.StateDONE, tb.get(t, first.ID).State)
+	require.Equal(t, outbox.StateDONE, tb.get(t, second.ID).State)
+	require.Equal(t, 1, tb.rec.Execs(second.ID))
+})
+
+var _ = register("StaleClaimFenceRefused", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	tb.enqueue(t, outbox.EnqueueParams{})
+	now := tb.b.Clock.Now()
+	v1, err := tb.e.FenceTake(ctx, 0, "old", now.Add(time.Second))
+	require.NoError(t, err)
+	// While its lease runs, another drainer is refused the fence.
+	_, err = tb.e.FenceTake(ctx, 0, "new", now.Add(time.Minute))
+	require.ErrorIs(t, err, outbox.ErrFenceRefused)
+	tb.b.Clock.Advance(2 * time.Second)
+	v2, err := tb.e.FenceTake(ctx, 0, "new", tb.b.Clock.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.Greater(t, v2, v1)
+	_, err = tb.e.Claim(ctx, 0, outbox.ClaimParams{Owner: "old", Version: v1, Limit: 5})
+	require.ErrorIs(t, err, outbox.ErrFenceRefused)
+})
+
+var _ = register("StaleClaimFenceRefusedAfterNoopClaim", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	v1, err := tb.e.FenceTake(ctx, 0, "old", tb.b.Clock.Now())
+	require.NoError(t, err)
+	// A newer holder claims and finds nothing.
+	v2, err := tb.e.FenceTake(ctx, 0, "new", tb.b.Clock.Now().Add(time.Minute))
+	require.NoError(t, err)
+	res, err := tb.e.Claim(ctx, 0, outbox.ClaimParams{Owner: "new", Version: v2, Limit: 5})
+	require.NoError(t, err)
+	require.Empty(t, res.Groups)
+	require.NoError(t, tb.e.FenceRelease(ctx, 0, "new", v2))
+	a := tb.enqueue(t, outbox.EnqueueParams{})
+	_, err = tb.e.Claim(ctx, 0, outbox.ClaimParams{Owner: "old", Version: v1, Limit: 5})
+	require.ErrorIs(t, err, outbox.ErrFenceRefused)
+	require.Equal(t, outbox.StateADMITTED, tb.get(t, a.ID).State)
+})
+
+var _ = register("CompletionWithOtherOwnerRefused", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{})
+	res, _, _ := tb.claim(t, 0, 1)
+	held := res.Groups[0][0]
+	forged := held
+	forged.Owner = "someone-else"
+	_, err := tb.e.AttemptFinish(ctx, forged, outbox.Done("x"))
+	require.ErrorIs(t, err, outbox.ErrNotHeld)
+	stale := held
+	stale.Epoch--
+	_, err = tb.e.AttemptFinish(ctx, stale, outbox.Done("x"))
+	require.ErrorIs(t, err, outbox.ErrNotHeld)
+	require.Equal(t, outbox.StateEXECUTING, tb.get(t, a.ID).State)
+	got, err := tb.e.AttemptFinish(ctx, held, outbox.Done("x"))
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateDONE, got.State)
+})
+
+var _ = register("ReclaimAfterLeaseExpiryFencesOldHolder", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{})
+	res, _, _ := tb.claim(t, 0, 1)
+	old := res.Groups[0][0]
+	tb.b.Clock.Advance(tb.cfg.Lease + time.Second)
+	res, _, _ = tb.claim(t, 0, 1)
+	require.Equal(t, [][]string{{a.ID}}, ids(res))
+	now := res.Groups[0][0]
+	require.Equal(t, old.Epoch+1, now.Epoch)
+	require.Equal(t, 2, now.Attempt)
+	_, err := tb.e.AttemptFinish(ctx, old, outbox.Done("x"))
+	require.ErrorIs(t, err, outbox.ErrNotHeld)
+})
+
+var _ = register("UnknownKindOrVariantKeepsItsLane", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	// A newer build enqueues rows this build cannot decode.
+	x, err := tb.newer.Enqueue(ctx, outbox.EnqueueParams{Kind: KindNew, WorkspaceID: "ws", LaneKey: "L", Payload: Payload(Script{})})
+	require.NoError(t, err)
+	tb.b.Clock.Advance(time.Millisecond)
+	y := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	_, err = tb.e.Enqueue(ctx, outbox.EnqueueParams{Kind: KindTagged, WorkspaceID: "ws", Payload: []byte(`{"t":"b"}`)})
+	require.Error(t, err, "this build does not know variant b")
+	v, err := tb.newer.Enqueue(ctx, outbox.EnqueueParams{Kind: KindTagged, WorkspaceID: "ws", Payload: []byte(`{"t":"b"}`)})
+	require.NoError(t, err)
+	tb.b.Clock.Advance(time.Millisecond)
+	z := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "M"})
+	tb.b.Clock.Advance(2 * tb.cfg.Lease)
+
+	r := tb.drain(t)
+	require.Equal(t, 1, r.Ended, "only the independent lane runs")
+	require.Equal(t, outbox.StateDONE, tb.get(t, z.ID).State)
+	for _, id := range []string{x.Action.ID, y.ID, v.Action.ID} {
+		got := tb.get(t, id)
+		require.Equal(t, outbox.StateADMITTED, got.State, id)
+		require.Zero(t, got.Attempt, id)
+	}
+	tb.b.Clock.Advance(100 * 24 * time.Hour) // beyond any threshold
+	rr, err := tb.e.Reap(ctx)
+	require.NoError(t, err)
+	require.Zero(t, rr.Expired+rr.Exhausted+rr.Uncertain)
+	require.Equal(t, 1, rr.Gauges[0].DueDepth, "rows of unknown kinds are not counted")
+	// The newer build carries the lane through in order.
+	rn, err := tb.newer.DrainPartition(ctx, 0, outbox.DrainParams{})
+	require.NoError(t, err)
+	require.Equal(t, 3, rn.Ended)
+	require.Equal(t, []string{"exec:" + z.ID, "exec:" + x.Action.ID, "exec:" + y.ID}, orderWithout(tb.rec.Order(), "exec:"+v.Action.ID))
+	require.Equal(t, outbox.StateDONE, tb.get(t, v.Action.ID).State)
+})
+
+func orderWithout(o []string, drop string) []string {
+	var out []string
+	for _, s := range o {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var _ = register("RunNowCarriesOutLaneHead", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	got, err := tb.e.RunNow(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateADMITTED, got.State, "not the lane's head: it waits")
+	got, err = tb.e.RunNow(ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateDONE, got.State)
+	got, err = tb.e.RunNow(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateDONE, got.State)
+	_, err = tb.e.RunNow(ctx, b.ID)
+	var te *outbox.TransitionError
+	require.True(t, errors.As(err, &te))
+})
