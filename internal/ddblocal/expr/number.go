@@ -117,17 +117,38 @@ func compareNumbers(a, b string) (int, bool) {
 	return x.Cmp(y), true
 }
 
-// numberSize is the storage size of a number by the Developer Guide's rule
-// ("Item sizes and formats"): leading and trailing zeros trimmed, one byte per
-// two significant digits, plus one byte.
+// numberSize is the storage size of a number. The Developer Guide ("Item
+// sizes and formats") gives it as roughly one byte per two significant
+// digits plus one byte; measurements against DynamoDB's consumed capacity
+// (Zac Charles, "Calculating a DynamoDB item's size and consumed capacity",
+// and github.com/zaccharles/dynamodb-calculator) refine that: digits are
+// stored in base 100, paired around the decimal point, with all-zero pairs at
+// either end dropped; one byte per pair, one more byte, one more again for a
+// negative number, at most 21 bytes; zero takes 1 byte.
 func numberSize(s string) int {
 	d, err := parseNumber(s)
 	if err != nil {
 		return len(s)
 	}
-	digits := 1
-	if !d.IsZero() {
-		digits = int(d.NumDigits())
+	if d.IsZero() {
+		return 1
 	}
-	return (digits+1)/2 + 1
+	// After Reduce the coefficient has no trailing zeros and no leading
+	// ones, so its digits occupy the powers of ten lo..hi.
+	lo := int64(d.Exponent)
+	hi := lo + d.NumDigits() - 1
+	size := int(floorDiv2(hi)-floorDiv2(lo)) + 1 + 1
+	if d.Negative {
+		size++
+	}
+	return min(size, 21)
+}
+
+// floorDiv2 is x/2 rounded towards negative infinity: the base-100 digit
+// that power of ten x falls in.
+func floorDiv2(x int64) int64 {
+	if x < 0 {
+		return -((-x + 1) / 2)
+	}
+	return x / 2
 }

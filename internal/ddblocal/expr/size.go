@@ -5,7 +5,8 @@ import "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 // Item sizes follow the Developer Guide page "DynamoDB item sizes and
 // formats" (CapacityUnitCalculations.html):
 //   - S: UTF-8 bytes; B: raw bytes; BOOL and NULL: 1 byte;
-//   - N: 1 byte per two significant digits, plus 1 byte;
+//   - N: 1 byte per two significant digits, plus 1 byte (see numberSize for
+//     the exact pairing rule);
 //   - M and L: 3 bytes of overhead plus, per element, 1 byte plus the
 //     element's size (a map element's size includes its key);
 //   - sets: the sum of their elements' sizes.
