@@ -24,6 +24,9 @@ func TestParseKeyCondition(t *testing.T) {
 		{"pk = :h AND sk >= :a", KeyCondition{HashName: "pk", HashValue: s("h"), RangeName: "sk", RangeOp: ">=", RangeValues: []types.AttributeValue{n("1")}}},
 		{"pk = :h AND #sk BETWEEN :a AND :b", KeyCondition{HashName: "pk", HashValue: s("h"), RangeName: "sk", RangeOp: "BETWEEN", RangeValues: []types.AttributeValue{n("1"), n("2")}}},
 		{"(pk = :h) AND (begins_with(sk, :p))", KeyCondition{HashName: "pk", HashValue: s("h"), RangeName: "sk", RangeOp: "begins_with", RangeValues: []types.AttributeValue{s("pre")}}},
+		{":a <= sk AND :h = pk", KeyCondition{HashName: "pk", HashValue: s("h"), RangeName: "sk", RangeOp: ">=", RangeValues: []types.AttributeValue{n("1")}}},
+		{":a >= sk AND :h = pk", KeyCondition{HashName: "pk", HashValue: s("h"), RangeName: "sk", RangeOp: "<=", RangeValues: []types.AttributeValue{n("1")}}},
+		{":a < sk AND :h = pk", KeyCondition{HashName: "pk", HashValue: s("h"), RangeName: "sk", RangeOp: ">", RangeValues: []types.AttributeValue{n("1")}}},
 		{":a > sk AND :h = pk", KeyCondition{HashName: "pk", HashValue: s("h"), RangeName: "sk", RangeOp: "<", RangeValues: []types.AttributeValue{n("1")}}},
 	}
 	for _, tc := range cases {

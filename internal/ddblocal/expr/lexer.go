@@ -1,7 +1,5 @@
 package expr
 
-import "fmt"
-
 // tokenKind classifies a lexical token of the expression language.
 type tokenKind int
 
@@ -128,8 +126,4 @@ func lex(src string) []token {
 	}
 	toks = append(toks, token{tokEOF, "<EOF>", len(src), len(src)})
 	return toks
-}
-
-func (k tokenKind) String() string {
-	return fmt.Sprintf("token(%d)", int(k))
 }
