@@ -185,3 +185,27 @@ func roleARN(arn string) string {
 	}
 	return fmt.Sprintf("%s:%s:iam::%s:role/%s", parts[0], parts[1], parts[4], res[1])
 }
+
+// Gateway authenticates requests by whichever API Gateway authorizer
+// passed them: JWT through JWT, IAM through IAM. A nil field refuses that
+// authorizer's requests (401), so a deployment enables only what it
+// configured.
+type Gateway struct {
+	JWT *JWTClaim
+	IAM *IAMPrincipals
+}
+
+// Authenticate implements Authenticator.
+func (g Gateway) Authenticate(r *http.Request) (*Principal, error) {
+	rc, ok := gatewayContext(r)
+	if !ok || rc.Authorizer == nil {
+		return nil, nil
+	}
+	switch {
+	case rc.Authorizer.JWT != nil && g.JWT != nil:
+		return g.JWT.Authenticate(r)
+	case rc.Authorizer.IAM != nil && g.IAM != nil:
+		return g.IAM.Authenticate(r)
+	}
+	return nil, nil
+}

@@ -1,0 +1,117 @@
+// Command enqueue is the Lambda function behind API Gateway (HTTP API,
+// payload format 2.0) that serves Ferry's HTTP API (internal/httpapi).
+//
+// It reads its configuration from the environment at cold start and refuses
+// to start, naming the variable, when a value is missing or invalid:
+// FERRY_TABLE, FERRY_PARTITIONS, FERRY_LEASE, FERRY_WRITE_MARGIN, LOG_LEVEL
+// (internal/fnconfig), FERRY_WORKSPACE_CLAIM (JWT authorizer),
+// FERRY_IAM_WORKSPACES (IAM authorizer), FERRY_MAX_BODY, FERRY_MAX_PAYLOAD.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/ferryhq/ferry/internal/adapters/email"
+	"github.com/ferryhq/ferry/internal/adapters/webhook"
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/fnconfig"
+	"github.com/ferryhq/ferry/internal/httpapi"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+func main() {
+	ctx := context.Background()
+	h, err := newHandler(ctx, os.Getenv, nil, clock.System{}, os.Stdout)
+	if err != nil {
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("enqueue: refusing to start", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(h.ProxyWithContext)
+}
+
+// newHandler wires the function: configuration, AWS clients (db, when nil,
+// is a DynamoDB client from the default AWS configuration, which honours
+// AWS_ENDPOINT_URL_DYNAMODB), the engine with the kinds it validates, the
+// authorizer mapping and the API handler, behind the API Gateway v2 adapter.
+func newHandler(ctx context.Context, getenv func(string) string, db outbox.DynamoDB, clk clock.Clock, logOut io.Writer) (*httpadapter.HandlerAdapterV2, error) {
+	cfg, err := fnconfig.Load(getenv)
+	if err != nil {
+		return nil, err
+	}
+	ecfg, err := fnconfig.LoadEnqueue(getenv)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error loading the AWS configuration: %w", err)
+	}
+	if db == nil {
+		db = dynamodb.NewFromConfig(awsCfg)
+	}
+	reg, err := registry(awsCfg.Copy())
+	if err != nil {
+		return nil, err
+	}
+	eng, err := outbox.New(db, clk, reg, outbox.Config{
+		Table: cfg.Table, Partitions: cfg.Partitions, Lease: cfg.Lease, WriteMargin: cfg.WriteMargin,
+		MaxPayload: ecfg.MaxPayload,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error building the engine: %w", err)
+	}
+	auth := httpapi.Gateway{JWT: &httpapi.JWTClaim{Claim: ecfg.WorkspaceClaim}}
+	if ecfg.IAMWorkspaces != nil {
+		auth.IAM = &httpapi.IAMPrincipals{Workspaces: ecfg.IAMWorkspaces}
+	}
+	api, err := httpapi.New(httpapi.Options{
+		Outbox: eng, Auth: auth, Clock: clk, Logger: log,
+		Limits: httpapi.Limits{MaxBody: ecfg.MaxBody, MaxPayload: ecfg.MaxPayload},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return httpadapter.NewV2(api), nil
+}
+
+// registry registers the built-in kinds. The enqueue function only
+// validates payloads (Adapter.Validate); it never executes an action, so
+// the webhook adapter gets no signing secrets and the email adapter's SES
+// client is never called.
+func registry(awsCfg aws.Config) (*outbox.Registry, error) {
+	reg := outbox.NewRegistry()
+	wh, err := webhook.New(webhook.Options{Secrets: noSecrets{}})
+	if err != nil {
+		return nil, fmt.Errorf("error building the webhook adapter: %w", err)
+	}
+	em, err := email.New(email.Options{Sender: sesv2.NewFromConfig(awsCfg)})
+	if err != nil {
+		return nil, fmt.Errorf("error building the email adapter: %w", err)
+	}
+	for _, a := range []outbox.Adapter{wh, em} {
+		if err := reg.Register(a); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// noSecrets is the webhook secret source of a function that never signs.
+type noSecrets struct{}
+
+func (noSecrets) WebhookSecrets(context.Context, string) ([]webhook.Secret, error) {
+	return nil, errors.New("the enqueue function does not sign webhooks")
+}
