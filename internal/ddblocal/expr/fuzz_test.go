@@ -103,3 +103,46 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNumber checks the number rules on arbitrary text: canonical text is a
+// fixed point, equal to the input numerically, and ordering is antisymmetric
+// and agrees with subtraction.
+func FuzzNumber(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"1.50", "1.5"}, {"-0", "0"}, {"1e3", "999.99"}, {"9.9999999999999999999999999999999999999E+125", "1E-130"},
+		{"-1E-130", "0.1"}, {"12345678901234567890123456789012345678", "1"}, {"abc", "1"}, {".5", "5."},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ca, errA := CanonicalNumber(a)
+		cb, errB := CanonicalNumber(b)
+		_ = numberSize(a)
+		if errA != nil || errB != nil {
+			return
+		}
+		if again, err := CanonicalNumber(ca); err != nil || again != ca {
+			t.Fatalf("canonical %q of %q is not a fixed point: %q, %v", ca, a, again, err)
+		}
+		if !Equal(n(a), n(ca)) {
+			t.Fatalf("%q and its canonical %q differ", a, ca)
+		}
+		if numberSize(a) != numberSize(ca) || numberSize(a) < 1 || numberSize(a) > 21 {
+			t.Fatalf("size of %q is %d, of its canonical %q is %d", a, numberSize(a), ca, numberSize(ca))
+		}
+		x, ok1 := Compare(n(a), n(b))
+		y, ok2 := Compare(n(b), n(a))
+		if !ok1 || !ok2 || sign(x) != -sign(y) {
+			t.Fatalf("Compare(%q, %q) = %d, reverse %d", a, b, x, y)
+		}
+		if diff, err := addNumbers(a, b, true); err == nil {
+			c, _ := Compare(n(diff), n("0"))
+			if sign(c) != sign(x) {
+				t.Fatalf("%q - %q = %q disagrees with Compare %d", a, b, diff, x)
+			}
+		}
+		if (x == 0) != (ca == cb) {
+			t.Fatalf("Compare(%q, %q) = %d but canonical forms %q, %q", a, b, x, ca, cb)
+		}
+	})
+}
