@@ -212,14 +212,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Action, error) {
 		}
 		// The condition names both cancellable states, so the write itself
 		// refuses an action that started or ended meanwhile.
-		cond := cond{
-			expr:  "#st IN (:cp, :ca) AND #ep = :cep",
-			names: map[string]string{"#st": attrState, "#ep": attrEpoch},
-			vals: map[string]types.AttributeValue{
-				":cp": avS(string(StatePROPOSED)), ":ca": avS(string(StateADMITTED)), ":cep": avN(a.Epoch),
-			},
-		}
-		ended, err := e.end(ctx, &a, endParams{To: StateCANCELLED, Reason: StopCancelled, Cond: cond,
+		ended, err := e.end(ctx, &a, endParams{To: StateCANCELLED, Reason: StopCancelled, Cond: condCancellable(a.Epoch),
 			Result: Result{Outcome: OutcomeCancelled, StopReason: StopCancelled}})
 		if err == nil {
 			return ended, nil
@@ -230,4 +223,16 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Action, error) {
 		// The action moved between the read and the write: look again.
 	}
 	return nil, fmt.Errorf("error cancelling action %s: it keeps changing", id)
+}
+
+// condCancellable guards a caller's cancel: PROPOSED or ADMITTED, at the
+// epoch read, so the write itself refuses an action that started or ended.
+func condCancellable(ep int64) cond {
+	return cond{
+		expr:  "#st IN (:cp, :ca) AND #ep = :cep",
+		names: map[string]string{"#st": attrState, "#ep": attrEpoch},
+		vals: map[string]types.AttributeValue{
+			":cp": avS(string(StatePROPOSED)), ":ca": avS(string(StateADMITTED)), ":cep": avN(ep),
+		},
+	}
 }

@@ -245,28 +245,24 @@ var endedStates = []State{StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED
 // claimUpdate builds the conditional update that claims one candidate.
 func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDue bool) types.TransactWriteItem {
 	a := c.a
-	cd := condState(a.State, a.Epoch).and(cond{
-		expr:  "#att < #max AND #att = :catt",
-		names: map[string]string{"#att": attrAttempt, "#max": attrMax},
-		vals:  map[string]types.AttributeValue{":catt": avN(int64(a.Attempt))},
-	})
-	switch a.State {
-	case StateADMITTED:
-		due := "#nat <= :cnow AND "
-		if anyDue {
-			due = "attribute_exists(#nat) AND "
-		}
-		cd = cd.and(cond{
-			expr:  due + "(attribute_not_exists(#xa) OR #xa > :cnow)",
-			names: map[string]string{"#nat": attrNext, "#xa": attrExpires},
-			vals:  map[string]types.AttributeValue{":cnow": avMs(now)},
-		})
-	case StateEXECUTING:
-		cd = cd.and(cond{
-			expr:  "#lx <= :cnow AND (attribute_not_exists(#xa) OR #xa > :cnow OR attribute_exists(#wsa))",
-			names: map[string]string{"#lx": attrLease, "#xa": attrExpires, "#wsa": attrWrite},
-			vals:  map[string]types.AttributeValue{":cnow": avMs(now)},
-		})
+	due := "#nat <= :cnow"
+	if anyDue {
+		due = "attribute_exists(#nat)"
+	}
+	// The states a claim may take an action from are fixed in the condition,
+	// whatever the index proposed: ADMITTED and due, or EXECUTING with its
+	// lease over.
+	cd := cond{
+		expr: "#ep = :cep AND #att = :catt AND #att < #max AND (" +
+			"(#st = :cadm AND " + due + " AND (attribute_not_exists(#xa) OR #xa > :cnow)) OR " +
+			"(#st = :exec AND #lx <= :cnow AND (attribute_not_exists(#xa) OR #xa > :cnow OR attribute_exists(#wsa))))",
+		names: map[string]string{
+			"#ep": attrEpoch, "#att": attrAttempt, "#max": attrMax, "#st": attrState, "#nat": attrNext,
+			"#xa": attrExpires, "#lx": attrLease, "#wsa": attrWrite,
+		},
+		vals: map[string]types.AttributeValue{
+			":cep": avN(a.Epoch), ":catt": avN(int64(a.Attempt)), ":cadm": avS(string(StateADMITTED)), ":cnow": avMs(now),
+		},
 	}
 	if c.class == AtMostOnce {
 		// Once its write started, an at-most-once action is never taken again.
