@@ -9,6 +9,15 @@
 // exact decimals (github.com/cockroachdb/apd/v3) with DynamoDB's 38
 // significant digits, never float64.
 //
+// A request's expressions share one Usage (NewUsage): it resolves #names and
+// :values, and afterwards CheckAllUsed refuses unused ones as DynamoDB does;
+// Usage.Validate checks the maps themselves first. Parsed expressions
+// (Condition, Update, Projection, KeyCondition) are immutable and safe for
+// concurrent use; a Usage belongs to one request. KeyCondition.ForSchema
+// places the partition and sort key conditions by the key schema, and
+// Update.UpdatedAttributes gives what ReturnValues UPDATED_OLD/UPDATED_NEW
+// return. CanonicalValue rewrites numbers the way DynamoDB returns them.
+//
 // Every refusal is an *Error, the ValidationException class, worded the way
 // DynamoDB words it where the wording is known. The behaviour follows the AWS
 // DynamoDB Developer Guide pages "Condition and filter expressions, operators,
