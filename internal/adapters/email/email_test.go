@@ -134,7 +134,7 @@ func TestErrorClassesThroughSESStandIn(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ses := newSESStandIn(t, nil)
-			ses.respond = c.respond(ses)
+			ses.setRespond(c.respond(ses))
 			a := newAdapter(t, sesClient(ses.URL, nil), nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
@@ -216,7 +216,7 @@ func TestNewSESClientHonoursEndpointVariable(t *testing.T) {
 	require.Equal(t, outbox.OutcomeUncertain, res.Outcome, res.Err)
 	require.Len(t, ses.received(), 1)
 
-	ses.respond = accept
+	ses.setRespond(accept)
 	res = attempt(context.Background(), a, action("1-6", payload))
 	require.Equal(t, outbox.OutcomeDone, res.Outcome, res.Err)
 	require.Len(t, ses.received(), 2)

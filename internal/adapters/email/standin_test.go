@@ -53,14 +53,22 @@ func newSESStandIn(t *testing.T, respond http.HandlerFunc) *sesStandIn {
 		s.mu.Lock()
 		s.requests = append(s.requests, req)
 		s.paths = append(s.paths, r.Method+" "+r.URL.Path)
+		respond := s.respond
 		s.mu.Unlock()
-		s.respond(w, r)
+		respond(w, r)
 	}))
 	t.Cleanup(func() {
 		close(s.release)
 		s.Close()
 	})
 	return s
+}
+
+// setRespond changes the answer of later requests.
+func (s *sesStandIn) setRespond(h http.HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respond = h
 }
 
 func (s *sesStandIn) received() []sendEmailRequest {
