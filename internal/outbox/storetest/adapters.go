@@ -44,6 +44,8 @@ type Recorder struct {
 	order     []string // "exec:<id>" and "rb:<id>" in call order
 	// OnExecute, when set, runs at the start of every Execute.
 	OnExecute func(att *outbox.Attempt)
+	// OnExecuteDone, when set, runs when Execute returns (or panics).
+	OnExecuteDone func(att *outbox.Attempt)
 	// PrepareHook runs when a script's Prepare is "hook".
 	PrepareHook func(att *outbox.Attempt)
 }
@@ -120,8 +122,11 @@ func (a *scriptAdapter) Execute(_ context.Context, att *outbox.Attempt) outbox.R
 	a.rec.mu.Lock()
 	a.rec.execs[att.Action.ID]++
 	a.rec.order = append(a.rec.order, "exec:"+att.Action.ID)
-	hook := a.rec.OnExecute
+	hook, after := a.rec.OnExecute, a.rec.OnExecuteDone
 	a.rec.mu.Unlock()
+	if after != nil {
+		defer after(att)
+	}
 	if hook != nil {
 		hook(att)
 	}
