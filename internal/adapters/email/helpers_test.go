@@ -8,7 +8,7 @@ import (
 )
 
 // NewMailDirSenderMust returns a sink in a temporary directory, for tests.
-func NewMailDirSenderMust(t *testing.T) *MailDir {
+func NewMailDirSenderMust(t testing.TB) *MailDir {
 	t.Helper()
 	m, err := NewMailDirSender(t.TempDir(), clock.NewManual(time.Unix(0, 0)))
 	if err != nil {

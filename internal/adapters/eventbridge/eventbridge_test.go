@@ -84,7 +84,7 @@ func client(endpoint string) *awseb.Client {
 	})
 }
 
-func newAdapter(t *testing.T, endpoint string) *eventbridge.Adapter {
+func newAdapter(t testing.TB, endpoint string) *eventbridge.Adapter {
 	t.Helper()
 	a, err := eventbridge.New(eventbridge.Options{Client: client(endpoint)})
 	require.NoError(t, err)
