@@ -48,6 +48,8 @@ func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
 func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (PartitionGauges, error) {
 	now := e.clk.Now().UTC()
 	g := PartitionGauges{Partition: p}
+	var rows []Action
+	inIndex := map[int64]bool{}
 	var start map[string]types.AttributeValue
 	for {
 		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
@@ -61,26 +63,32 @@ func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (Par
 			return g, fmt.Errorf("error reading due index: %w", err)
 		}
 		for _, it := range q.Items {
-			a, ok := decodeAction(it)
-			if !ok {
-				continue
-			}
-			ad, ok := e.reg.Decodes(a.Kind, a.Variant)
-			if !ok {
-				continue // rolling upgrade: not ours to count or end
-			}
-			if err := e.reapOne(ctx, &a, ad.Spec().Class, now, res, &g); err != nil {
-				return g, err
+			if a, ok := decodeAction(it); ok {
+				rows = append(rows, a)
+				inIndex[a.Seq] = true
 			}
 		}
 		if q.LastEvaluatedKey == nil {
-			return g, nil
+			break
 		}
 		start = q.LastEvaluatedKey
 	}
+	for i := range rows {
+		a := &rows[i]
+		ad, ok := e.reg.Decodes(a.Kind, a.Variant)
+		if !ok {
+			continue // rolling upgrade: not ours to count or end
+		}
+		// A lane's head: its predecessor is not live in the index.
+		head := a.LaneKey != "" && (a.PrevSeq == 0 || !inIndex[a.PrevSeq])
+		if err := e.reapOne(ctx, a, ad.Spec().Class, now, head, res, &g); err != nil {
+			return g, err
+		}
+	}
+	return g, nil
 }
 
-func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, now time.Time, res *ReapResult, g *PartitionGauges) error {
+func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, now time.Time, head bool, res *ReapResult, g *PartitionGauges) error {
 	var to State
 	var reason StopReason
 	var c cond
@@ -118,7 +126,7 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 				names: map[string]string{"#xa": attrExpires},
 			})
 		default:
-			e.gaugeDue(a, now, g)
+			e.gaugeDue(a, now, head, g)
 			return nil // reclaimable: the drainer takes it
 		}
 	case StateADMITTED, StatePROPOSED:
@@ -134,7 +142,7 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 			to, reason = StateFAILED, StopAttemptsExhausted
 			c = condState(a.State, a.Epoch).and(exhausted)
 		case a.State == StateADMITTED && !a.NextAttemptAt.After(now):
-			e.gaugeDue(a, now, g)
+			e.gaugeDue(a, now, head, g)
 			return nil
 		default:
 			return nil
@@ -168,7 +176,7 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 	return nil
 }
 
-func (e *Engine) gaugeDue(a *Action, now time.Time, g *PartitionGauges) {
+func (e *Engine) gaugeDue(a *Action, now time.Time, head bool, g *PartitionGauges) {
 	due := a.NextAttemptAt
 	if a.State == StateEXECUTING {
 		due = a.LeaseExpiresAt
@@ -177,7 +185,7 @@ func (e *Engine) gaugeDue(a *Action, now time.Time, g *PartitionGauges) {
 	if age := now.Sub(due); age > g.OldestDueAge {
 		g.OldestDueAge = age
 	}
-	if a.LaneKey != "" && now.Sub(due) > e.cfg.StuckAfter {
+	if head && now.Sub(due) > e.cfg.StuckAfter {
 		g.StuckLaneHeads++
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -206,6 +207,7 @@ const (
 	KindHook   = "t-hook"   // idempotent receiver with an ended hook
 	KindTagged = "t-tagged" // tagged variants "a" (and "b" in the newer build)
 	KindNew    = "t-new"    // known only to the newer build
+	KindLong   = "t-long"   // keeps ended actions 72h (longer than the suite's retention)
 )
 
 // Registry returns the suite's registry; newer adds KindNew and variant
@@ -224,6 +226,9 @@ func Registry(rec *Recorder, table string, newer bool) *outbox.Registry {
 	must(reg.Register(mk(KindAMO, outbox.AtMostOnce)))
 	must(reg.Register(readBackAdapter{mk(KindRB, outbox.ReadBack)}))
 	must(reg.Register(hookAdapter{mk(KindHook, outbox.IdempotentReceiver)}))
+	long := mk(KindLong, outbox.IdempotentReceiver)
+	long.spec.Retention = 72 * time.Hour
+	must(reg.Register(long))
 	tagged := mk(KindTagged, outbox.IdempotentReceiver)
 	tagged.spec.VariantMode, tagged.spec.TagProperty, tagged.spec.Variants = outbox.TaggedShape, "t", []string{"a"}
 	if newer {
