@@ -66,10 +66,9 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	if err != nil {
 		return nil, err
 	}
-	eng, err := outbox.New(db, clk, reg, outbox.Config{
-		Table: cfg.Table, Partitions: cfg.Partitions, Lease: cfg.Lease, WriteMargin: cfg.WriteMargin,
-		MaxPayload: ecfg.MaxPayload,
-	})
+	ocfg := cfg.Outbox()
+	ocfg.MaxPayload = ecfg.MaxPayload
+	eng, err := outbox.New(db, clk, reg, ocfg)
 	if err != nil {
 		return nil, fmt.Errorf("error building the engine: %w", err)
 	}

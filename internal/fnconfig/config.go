@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ferryhq/ferry/internal/outbox"
 )
 
 // The environment variables the functions read.
@@ -46,6 +48,12 @@ type Config struct {
 	Lease       time.Duration // FERRY_LEASE, default 5m
 	WriteMargin time.Duration // FERRY_WRITE_MARGIN, default 60s, below Lease
 	LogLevel    slog.Level    // LOG_LEVEL, default info
+}
+
+// Outbox returns the engine configuration these settings make; the fields
+// the environment does not set keep the engine's defaults.
+func (c Config) Outbox() outbox.Config {
+	return outbox.Config{Table: c.Table, Partitions: c.Partitions, Lease: c.Lease, WriteMargin: c.WriteMargin}
 }
 
 // EnvError says which environment variable is missing or invalid.

@@ -27,6 +27,10 @@ func TestLoad(t *testing.T) {
 		c, err := Load(env(map[string]string{EnvTable: "t", EnvPartitions: "4", EnvLease: "2m", EnvWriteMargin: "30s", EnvLogLevel: "debug"}))
 		require.NoError(t, err)
 		require.Equal(t, Config{Table: "t", Partitions: 4, Lease: 2 * time.Minute, WriteMargin: 30 * time.Second, LogLevel: slog.LevelDebug}, c)
+		oc := c.Outbox().WithDefaults()
+		require.NoError(t, oc.Validate())
+		require.Equal(t, 4, oc.Partitions)
+		require.Equal(t, 30*time.Second, oc.WriteMargin)
 	})
 
 	for _, tc := range []struct {

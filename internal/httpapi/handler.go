@@ -194,6 +194,9 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, pattern string,
 	if p != nil {
 		attrs = append(attrs, slog.String("principal", p.ID))
 	}
+	if a, ok := body.(actionJSON); ok {
+		attrs = append(attrs, slog.String("action.id", a.ID), slog.String("action.kind", a.Kind))
+	}
 	if rc, ok := gatewayContext(r); ok && rc.RequestID != "" {
 		attrs = append(attrs, slog.String("request_id", rc.RequestID))
 	}

@@ -540,9 +540,13 @@ func TestLogsNeverCarryPayloads(t *testing.T) {
 	require.NotContains(t, logs, tokA, "tokens are never logged")
 	lines := strings.Split(strings.TrimSpace(logs), "\n")
 	require.Len(t, lines, 4)
-	for _, line := range lines {
+	for i, line := range lines {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &m))
 		require.Equal(t, "POST /v1/actions", m["http.route"])
+		if i == 0 {
+			require.Equal(t, "0-1", m["action.id"], "a created action's log line names it")
+			require.Equal(t, "webhook", m["action.kind"])
+		}
 	}
 }
