@@ -21,6 +21,7 @@ func (s *Stack) printBanner() {
 		fmt.Fprintf(&b, "  DynamoDB       %s (table %q)\n", s.cfg.DynamoDBEndpoint, s.cfg.Table)
 	}
 	fmt.Fprintf(&b, "  email          %s\n", s.email)
+	fmt.Fprintf(&b, "  eventbridge    %s\n", s.events)
 	fmt.Fprintf(&b, "  webhook secret %s\n", s.secret)
 	if s.cfg.AllowPrivateWebhooks {
 		fmt.Fprintf(&b, "  webhooks       may reach loopback and private addresses (--allow-private-webhooks)\n")

@@ -41,6 +41,7 @@ type Stack struct {
 	loop   *drainLoop
 	secret string
 	email  string // where email goes, for the banner
+	events string // where eventbridge actions go, for the banner
 }
 
 // Start builds the stack: DynamoDB, the table (created if missing), the
@@ -70,7 +71,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		s.db = RemoteDynamoDB(cfg.DynamoDBEndpoint)
 	}
 
-	reg, err := s.registry()
+	reg, err := s.registry(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 }
 
 // registry registers the built-in adapters.
-func (s *Stack) registry() (*outbox.Registry, error) {
+func (s *Stack) registry(ctx context.Context) (*outbox.Registry, error) {
 	reg := outbox.NewRegistry()
 	secrets, err := webhook.NewStaticSecrets(nil, s.secret)
 	if err != nil {
@@ -140,7 +141,7 @@ func (s *Stack) registry() (*outbox.Registry, error) {
 	if err := reg.Register(wh); err != nil {
 		return nil, err
 	}
-	if err := s.registerEmail(reg); err != nil {
+	if err := s.registerProviders(ctx, reg); err != nil {
 		return nil, err
 	}
 	return reg, nil

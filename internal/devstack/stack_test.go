@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +35,9 @@ func startStack(t *testing.T, cfg Config) *devBundle {
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Logger = telemetry.NewLogger(w, slog.LevelDebug)
 	cfg.MetricsOut = w
-	cfg.MailDir = t.TempDir()
+	if cfg.MailDir == "" {
+		cfg.MailDir = t.TempDir()
+	}
 	if cfg.Poll == 0 {
 		cfg.Poll = 20 * time.Millisecond
 	}
@@ -140,5 +144,26 @@ func TestDevStack(t *testing.T) {
 		b.stop(t)
 		require.Contains(t, b.logs.String(), `"action.id":"`+id+`"`)
 		require.NotContains(t, b.logs.String(), "payload-value-4711")
+	})
+
+	t.Run("EmailLandsInTheMailSink", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		b := startStack(t, Config{MailDir: dir})
+		status, a := b.do(t, http.MethodPost, "/v1/actions",
+			`{"kind":"email","payload":{"from":"shop@example.com","to":["ann@example.com"],"subject":"Your order","text":"payload-text-0815"}}`)
+		require.Equal(t, http.StatusCreated, status, "%v", a)
+		ended := b.awaitEnded(t, a["id"].(string), 200)
+		require.Equal(t, "DONE", ended["state"], "%v", ended)
+
+		files, err := filepath.Glob(filepath.Join(dir, "*.eml"))
+		require.NoError(t, err)
+		require.Len(t, files, 1)
+		raw, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		require.Contains(t, string(raw), "payload-text-0815")
+		b.stop(t)
+		require.NotContains(t, b.logs.String(), "payload-text-0815")
+		require.NotContains(t, b.logs.String(), "ann@example.com")
 	})
 }

@@ -1,0 +1,25 @@
+// Command drainer is the drainer Lambda function: EventBridge schedules
+// sweep every partition, DynamoDB Streams batches wake the partitions they
+// name. The handler is lambdafn.DrainerHandler; main only wires.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/ferryhq/ferry/internal/fnruntime"
+	"github.com/ferryhq/ferry/internal/lambdafn"
+)
+
+func main() {
+	rt, err := fnruntime.New(context.Background(), "drainer", os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drainer: refusing to start:", err)
+		os.Exit(1)
+	}
+	h := &lambdafn.DrainerHandler{Engine: rt.Ports, Clock: rt.Clock, Log: rt.Log, Metrics: rt.Obs}
+	lambda.StartWithOptions(h.Invoke, lambda.WithEnableSIGTERM(func() { _ = rt.Obs.Flush() }))
+}

@@ -1,0 +1,116 @@
+package fnruntime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awseventbridge "github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+
+	"github.com/ferryhq/ferry/internal/adapters/email"
+	"github.com/ferryhq/ferry/internal/adapters/eventbridge"
+	"github.com/ferryhq/ferry/internal/adapters/webhook"
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/fnconfig"
+	"github.com/ferryhq/ferry/internal/lambdafn"
+	"github.com/ferryhq/ferry/internal/outbox"
+	"github.com/ferryhq/ferry/internal/telemetry"
+)
+
+// EnvWebhookSecretName is the Secrets Manager name format of each
+// workspace's webhook signing secrets (fmt verb %s: the workspace), default
+// webhook.DefaultSecretNameFormat ("ferry/webhook/%s").
+const EnvWebhookSecretName = "FERRY_WEBHOOK_SECRET_NAME"
+
+// Runtime is what a function's handler is built from.
+type Runtime struct {
+	Config fnconfig.Config
+	Clock  clock.Clock
+	Log    *slog.Logger
+	Obs    *telemetry.Observer
+	Engine *outbox.Engine
+	// Ports adapts Engine to the lambdafn handlers.
+	Ports lambdafn.EnginePorts
+}
+
+// New reads the environment through getenv and builds the runtime of the
+// named function. Errors name the variable at fault; main prints them and
+// exits, so a misconfigured function refuses to start.
+func New(ctx context.Context, function string, getenv func(string) string) (*Runtime, error) {
+	cfg, err := fnconfig.Load(getenv)
+	if err != nil {
+		return nil, err
+	}
+	clk := clock.System{}
+	out := telemetry.NewLockedWriter(os.Stdout)
+	log := telemetry.NewLogger(out, cfg.LogLevel).With(slog.String("function", function))
+	props := map[string]string{"function": function}
+	if name := getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
+		props["function_name"] = name
+	}
+	obs := telemetry.NewObserver(telemetry.NewMetrics(out, clk, props), log)
+
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error loading the AWS configuration: %w", err)
+	}
+	reg, err := Registry(awsCfg, clk, getenv)
+	if err != nil {
+		return nil, err
+	}
+	engine, err := outbox.New(dynamodb.NewFromConfig(awsCfg), clk, reg, outbox.Config{
+		Table: cfg.Table, Partitions: cfg.Partitions, Lease: cfg.Lease, WriteMargin: cfg.WriteMargin,
+	}, outbox.WithObserver(obs))
+	if err != nil {
+		return nil, fmt.Errorf("error building the engine: %w", err)
+	}
+	owner := getenv("AWS_LAMBDA_LOG_STREAM_NAME")
+	return &Runtime{
+		Config: cfg, Clock: clk, Log: log, Obs: obs, Engine: engine,
+		Ports: lambdafn.EnginePorts{Engine: engine, Owner: owner},
+	}, nil
+}
+
+// Registry registers the built-in adapters for AWS: webhooks signed with
+// secrets from Secrets Manager (public destinations only), email through
+// Amazon SES v2 (AWS_ENDPOINT_URL_SESV2 honoured) and events through
+// Amazon EventBridge. The providers' SDK retries are off: each adapter alone
+// decides whether a call may be repeated. Building it makes no request.
+func Registry(awsCfg aws.Config, clk clock.Clock, getenv func(string) string) (*outbox.Registry, error) {
+	reg := outbox.NewRegistry()
+	secrets := webhook.NewSecretsManagerSource(secretsmanager.NewFromConfig(awsCfg), getenv(EnvWebhookSecretName), clk, 0)
+	wh, err := webhook.New(webhook.Options{Secrets: secrets, Clock: clk})
+	if err != nil {
+		return nil, fmt.Errorf("error building the webhook adapter: %w", err)
+	}
+	if err := reg.Register(wh); err != nil {
+		return nil, err
+	}
+	em, err := email.New(email.Options{Sender: sesv2.NewFromConfig(awsCfg, func(o *sesv2.Options) {
+		o.Retryer = aws.NopRetryer{} // the adapter alone decides whether a send may be repeated
+		o.RetryMaxAttempts = 1
+	})})
+	if err != nil {
+		return nil, fmt.Errorf("error building the email adapter: %w", err)
+	}
+	if err := reg.Register(em); err != nil {
+		return nil, err
+	}
+	eb, err := eventbridge.New(eventbridge.Options{Client: awseventbridge.NewFromConfig(awsCfg, func(o *awseventbridge.Options) {
+		o.Retryer = aws.NopRetryer{}
+		o.RetryMaxAttempts = 1
+	})})
+	if err != nil {
+		return nil, fmt.Errorf("error building the eventbridge adapter: %w", err)
+	}
+	if err := reg.Register(eb); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
