@@ -153,7 +153,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, reqID, op, err)
 		return
 	}
-	writeResponse(w, reqID, http.StatusOK, contentType, encodeShape(normalizeOutput(out)))
+	writeResponse(w, reqID, http.StatusOK, contentType, encodeShape(normalizeOutput(in, out)))
 }
 
 func (h *Handler) fail(w http.ResponseWriter, reqID, op string, err error) {

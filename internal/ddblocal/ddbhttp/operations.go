@@ -99,18 +99,19 @@ func operations(b Backend) map[string]operation {
 
 // normalizeOutput returns out with the members DynamoDB always sends filled
 // even when empty, so that tools reading the JSON (the AWS CLI, jq) see
-// "Items": [] and "UnprocessedItems": {} rather than nothing. It copies
-// rather than changes the backend's struct, which the backend may share.
-func normalizeOutput(out any) any {
+// "Items": [] and "UnprocessedItems": {} rather than nothing. (A Query or
+// Scan with Select COUNT has no Items at all.) It copies rather than changes
+// the backend's struct, which the backend may share.
+func normalizeOutput(in, out any) any {
 	switch o := out.(type) {
 	case *dynamodb.QueryOutput:
-		if o != nil && o.Items == nil {
+		if o != nil && o.Items == nil && in.(*dynamodb.QueryInput).Select != types.SelectCount {
 			cp := *o
 			cp.Items = []map[string]types.AttributeValue{}
 			return &cp
 		}
 	case *dynamodb.ScanOutput:
-		if o != nil && o.Items == nil {
+		if o != nil && o.Items == nil && in.(*dynamodb.ScanInput).Select != types.SelectCount {
 			cp := *o
 			cp.Items = []map[string]types.AttributeValue{}
 			return &cp

@@ -289,10 +289,14 @@ func TestOutputWireFormat(t *testing.T) {
 		return nil, nil
 	})
 
-	r := post(t, tb.url, "DynamoDB_20120810.Query", `{"TableName":"t","Select":"COUNT"}`, nil)
+	r := post(t, tb.url, "DynamoDB_20120810.Query", `{"TableName":"t"}`, nil)
 	require.Equal(t, http.StatusOK, r.status)
 	require.JSONEq(t, `{"Count":0,"Items":[],"ScannedCount":0}`, string(r.body), "DynamoDB always sends Count, ScannedCount and Items")
 	requireDynamoDBHeaders(t, r)
+
+	r = post(t, tb.url, "DynamoDB_20120810.Query", `{"TableName":"t","Select":"COUNT"}`, nil)
+	require.Equal(t, http.StatusOK, r.status)
+	require.JSONEq(t, `{"Count":0,"ScannedCount":0}`, string(r.body), "Select COUNT answers no Items")
 
 	r = post(t, tb.url, "DynamoDB_20120810.DescribeTable", `{"TableName":"t"}`, nil)
 	require.Equal(t, http.StatusOK, r.status)
