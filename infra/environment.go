@@ -1,0 +1,80 @@
+package infra
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The environment variables the functions read (API.md, "The functions'
+// environment"). This file is the only place the stack names them; the
+// table in docs/deploy.md lists the same.
+const (
+	EnvTable               = "FERRY_TABLE"
+	EnvPartitions          = "FERRY_PARTITIONS"
+	EnvLease               = "FERRY_LEASE"
+	EnvWriteMargin         = "FERRY_WRITE_MARGIN"
+	EnvLogLevel            = "LOG_LEVEL"
+	EnvWorkspaceClaim      = "FERRY_WORKSPACE_CLAIM"
+	EnvIAMWorkspaces       = "FERRY_IAM_WORKSPACES"
+	EnvRetention           = "FERRY_RETENTION"
+	EnvRowCap              = "FERRY_ROW_CAP"
+	EnvWebhookSecretsARN   = "FERRY_WEBHOOK_SECRETS_ARN"
+	EnvSESConfigurationSet = "FERRY_SES_CONFIGURATION_SET"
+	// OpenTelemetry's own variables, set with Tracing "otel" only.
+	EnvOTelServiceName = "OTEL_SERVICE_NAME"
+	EnvOTelEndpoint    = "OTEL_EXPORTER_OTLP_ENDPOINT"
+)
+
+// otelCollectorEndpoint is where the collector layer listens (OTLP/HTTP).
+const otelCollectorEndpoint = "http://localhost:4318"
+
+// FunctionEnvironment returns the environment of function fn: the shared
+// variables, then fn's own. table is the table's name as the template should
+// hold it (a token in the stack, a plain name in tests of this function).
+func FunctionEnvironment(fn FunctionName, p *Props, table string) (map[string]string, error) {
+	env := map[string]string{
+		EnvTable:       table,
+		EnvPartitions:  strconv.Itoa(p.Partitions),
+		EnvLease:       fmtDur(p.Lease),
+		EnvWriteMargin: fmtDur(p.WriteMargin),
+		EnvLogLevel:    strings.ToLower(p.LogLevel),
+	}
+	switch fn {
+	case FunctionEnqueue:
+		if p.UsesJWT() {
+			env[EnvWorkspaceClaim] = p.WorkspaceClaim
+		} else {
+			// Always set under IAM, "{}" when no principal is mapped yet, so
+			// the function's configuration says what the stack decided.
+			m := p.IAMWorkspaces
+			if m == nil {
+				m = map[string][]string{}
+			}
+			b, err := json.Marshal(m) // map keys are sorted: a stable template
+			if err != nil {
+				return nil, fmt.Errorf("error encoding IAMWorkspaces: %w", err)
+			}
+			env[EnvIAMWorkspaces] = string(b)
+		}
+	case FunctionDrainer:
+		if p.WebhookSecretsARN != "" {
+			env[EnvWebhookSecretsARN] = p.WebhookSecretsARN
+		}
+		if p.SESConfigurationSet != "" {
+			env[EnvSESConfigurationSet] = p.SESConfigurationSet
+		}
+	case FunctionRetention:
+		env[EnvRetention] = fmtDur(p.Retention)
+		env[EnvRowCap] = strconv.Itoa(p.RowCap)
+	case FunctionReaper:
+	default:
+		return nil, fmt.Errorf("unknown function %q", fn)
+	}
+	if p.Tracing == TracingOpenTelemetry {
+		env[EnvOTelServiceName] = "ferry-" + string(fn)
+		env[EnvOTelEndpoint] = otelCollectorEndpoint
+	}
+	return env, nil
+}
