@@ -36,12 +36,12 @@ func (e *Engine) leaseRenew(ctx context.Context, a *Action) error {
 	lx := now.Add(e.cfg.Lease)
 	c := condHeld(a.Epoch, a.Owner).and(cond{
 		expr:  "#lx > :cnow",
-		names: map[string]string{"#lx": attrLease, "#dsk": attrDueSK},
-		vals:  map[string]types.AttributeValue{":cnow": avMs(now.Add(e.cfg.ClockSkew)), ":lx": avMs(lx), ":dsk": avS(timeSK(lx, a.Seq))},
+		names: map[string]string{"#lx": attrLease},
+		vals:  map[string]types.AttributeValue{":cnow": avMs(now.Add(e.cfg.ClockSkew)), ":lx": avMs(lx)},
 	})
 	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: e.table(), Key: actionKey(a.Partition, a.Seq),
-		UpdateExpression:    aws.String("SET #lx = :lx, #dsk = :dsk"),
+		UpdateExpression:    aws.String("SET #lx = :lx"),
 		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
 	})
 	if err != nil {
@@ -81,17 +81,16 @@ func (e *Engine) fenceWrite(ctx context.Context, a *Action) error {
 func (e *Engine) release(ctx context.Context, a *Action) error {
 	now := e.clk.Now().UTC()
 	var upd string
-	c := condHeld(a.Epoch, a.Owner).and(cond{
-		names: map[string]string{"#lx": attrLease, "#dsk": attrDueSK},
-		vals:  map[string]types.AttributeValue{":now": avMs(now), ":dsk": avS(timeSK(now, a.Seq))},
-	})
+	// The row keeps its due index position (it was due when claimed).
+	c := condHeld(a.Epoch, a.Owner).and(cond{names: map[string]string{"#lx": attrLease}})
 	if a.WriteStartedAt.IsZero() {
-		upd = "SET #st = :adm, #nat = :now, #dsk = :dsk, #att = #att - :one REMOVE #lx, #own"
-		c.names["#st"], c.names["#nat"], c.names["#att"] = attrState, attrNext, attrAttempt
+		upd = "SET #st = :adm, #att = #att - :one REMOVE #lx, #own"
+		c.names["#st"], c.names["#att"] = attrState, attrAttempt
 		c.vals[":adm"], c.vals[":one"] = avS(string(StateADMITTED)), avN(1)
 		c = c.and(cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}})
 	} else {
-		upd = "SET #lx = :now, #dsk = :dsk REMOVE #own"
+		upd = "SET #lx = :now REMOVE #own"
+		c.vals[":now"] = avMs(now)
 	}
 	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
@@ -208,15 +207,17 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 	now := e.clk.Now().UTC()
 	at := now.Add(d.Wait)
 	c := condHeld(a.Epoch, a.Owner).and(cond{
-		names: map[string]string{"#lx": attrLease, "#dsk": attrDueSK, "#own": attrOwner},
-		vals:  map[string]types.AttributeValue{":at": avMs(at), ":dsk": avS(timeSK(at, a.Seq))},
+		names: map[string]string{"#lx": attrLease, "#own": attrOwner},
+		vals:  map[string]types.AttributeValue{":at": avMs(at)},
 	})
 	var upd string
 	switch d.To {
 	case StateADMITTED:
+		// A retry moves the row to its next due time in the index, so
+		// claims do not read past rows that wait.
 		upd = "SET #st = :adm, #nat = :at, #dsk = :dsk"
-		c.names["#st"], c.names["#nat"], c.names["#wsa"] = attrState, attrNext, attrWrite
-		c.vals[":adm"] = avS(string(StateADMITTED))
+		c.names["#st"], c.names["#nat"], c.names["#wsa"], c.names["#dsk"] = attrState, attrNext, attrWrite, attrDueSK
+		c.vals[":adm"], c.vals[":dsk"] = avS(string(StateADMITTED)), avS(timeSK(at, a.Seq))
 		if d.Uncount {
 			upd += ", #att = #att - :one"
 			c.names["#att"] = attrAttempt
@@ -225,8 +226,8 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		upd += " REMOVE #lx, #own, #wsa"
 	case StateEXECUTING:
 		// Reread: keep the fence; the lease ends after the wait and the
-		// next claim reads back first.
-		upd = "SET #lx = :at, #dsk = :dsk REMOVE #own"
+		// next claim reads back first. The row keeps its index position.
+		upd = "SET #lx = :at REMOVE #own"
 	default:
 		return false, false, fmt.Errorf("outbox: no write for decision to %s", d.To)
 	}

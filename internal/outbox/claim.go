@@ -131,15 +131,14 @@ func claimable(c candidate, now time.Time) bool {
 		if !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now) {
 			return false // the reaper cancels it
 		}
-		return c.class != AtMostOnce || a.WriteStartedAt.IsZero()
+		return true
 	case StateEXECUTING:
 		if a.LeaseExpiresAt.After(now) {
 			return false
 		}
-		if a.WriteStartedAt.IsZero() && !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now) {
-			return false // nothing was written and it expired: the reaper cancels it
-		}
-		return c.class != AtMostOnce || a.WriteStartedAt.IsZero()
+		// The due index does not carry the write fence (ADR 0002): whether
+		// an expired claim wrote is read from the base table (prefetch).
+		return true
 	}
 	return false
 }
@@ -201,15 +200,28 @@ func selectGroups(cands []candidate, limit int) [][]candidate {
 	return groups
 }
 
-// predecessorsLive reads the predecessors of group heads (outside the
-// batch) and reports which are still live: their lanes are blocked and are
-// left out before the transaction rather than failing it.
-func (e *Engine) predecessorsLive(ctx context.Context, p int, groups [][]candidate) (map[int64]bool, error) {
-	live := map[int64]bool{}
+// prefetch reads, with one consistent BatchGetItem, the predecessors of
+// group heads (outside the batch) and the reclaim candidates (EXECUTING, lease
+// over). It returns the predecessors still live (their lanes are blocked) and
+// the reclaim candidates that must not be taken: an at-most-once action whose
+// write started, or one that expired before any write. Leaving them out
+// before the transaction spares a refused transaction.
+func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate) (live, skip map[int64]bool, err error) {
+	live, skip = map[int64]bool{}, map[int64]bool{}
 	var keys []map[string]types.AttributeValue
+	reclaim := map[int64]candidate{}
+	seen := map[int64]bool{}
 	for _, g := range groups {
-		if prev := g[0].a.PrevSeq; prev != 0 {
+		if prev := g[0].a.PrevSeq; prev != 0 && !seen[prev] {
+			seen[prev] = true
 			keys = append(keys, actionKey(p, prev))
+		}
+		for _, c := range g {
+			if c.a.State == StateEXECUTING && !seen[c.a.Seq] {
+				seen[c.a.Seq] = true
+				reclaim[c.a.Seq] = c
+				keys = append(keys, actionKey(p, c.a.Seq))
+			}
 		}
 	}
 	now := e.clk.Now()
@@ -218,17 +230,24 @@ func (e *Engine) predecessorsLive(ctx context.Context, p int, groups [][]candida
 		out, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {
 				Keys: keys[:n], ConsistentRead: aws.Bool(true),
-				ProjectionExpression:     aws.String("sk, #st, #ttl"),
-				ExpressionAttributeNames: map[string]string{"#st": attrState, "#ttl": attrTTL},
+				ProjectionExpression:     aws.String("sk, #st, #ttl, #wsa, #xa"),
+				ExpressionAttributeNames: map[string]string{"#st": attrState, "#ttl": attrTTL, "#wsa": attrWrite, "#xa": attrExpires},
 			}},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("error reading lane predecessors of partition %d: %w", p, err)
+			return nil, nil, fmt.Errorf("error reading lane predecessors of partition %d: %w", p, err)
 		}
 		for _, it := range out.Responses[e.cfg.Table] {
+			var seq int64
+			fmt.Sscanf(getS(it, attrSK), "A#%d", &seq)
+			if c, ok := reclaim[seq]; ok {
+				wrote := has(it, attrWrite)
+				expired := has(it, attrExpires) && !getMs(it, attrExpires).After(now)
+				if (c.class == AtMostOnce && wrote) || (!wrote && expired) {
+					skip[seq] = true
+				}
+			}
 			if st := State(getS(it, attrState)); !st.Ended() && !expiredByTTL(it, now) {
-				var seq int64
-				fmt.Sscanf(getS(it, attrSK), "A#%d", &seq)
 				live[seq] = true
 			}
 		}
@@ -237,7 +256,7 @@ func (e *Engine) predecessorsLive(ctx context.Context, p int, groups [][]candida
 			keys = append(keys, un.Keys...)
 		}
 	}
-	return live, nil
+	return live, skip, nil
 }
 
 var endedStates = []State{StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED}
@@ -269,17 +288,20 @@ func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDu
 		cd = cd.and(cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}})
 	}
 	cd = cd.and(cond{
-		names: map[string]string{"#own": attrOwner, "#dsk": attrDueSK},
+		names: map[string]string{"#own": attrOwner},
 		vals: map[string]types.AttributeValue{
 			":exec": avS(string(StateEXECUTING)), ":nep": avN(a.Epoch + 1), ":natt": avN(int64(a.Attempt + 1)),
-			":lx": avMs(lx), ":own": avS(owner), ":dsk": avS(timeSK(lx, a.Seq)),
+			":lx": avMs(lx), ":own": avS(owner),
 		},
 	})
 	cd.names["#lx"] = attrLease
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 e.table(),
 		Key:                       actionKey(a.Partition, a.Seq),
-		UpdateExpression:          aws.String("SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own, #dsk = :dsk"),
+		// The due index keeps the row at its position (ADR 0002): a claim
+		// changes projected attributes only, one index write instead of a
+		// key change's two.
+		UpdateExpression:          aws.String("SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own"),
 		ConditionExpression:       aws.String(cd.expr),
 		ExpressionAttributeNames:  cd.names,
 		ExpressionAttributeValues: cd.vals,
@@ -340,13 +362,22 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		proposed += len(g)
 	}
 	if len(groups) > 0 {
-		live, err := e.predecessorsLive(ctx, p, groups)
+		live, skip, err := e.prefetch(ctx, p, groups)
 		if err != nil {
 			return nil, err
 		}
 		kept := groups[:0]
 		for _, g := range groups {
-			if !live[g[0].a.PrevSeq] {
+			if live[g[0].a.PrevSeq] {
+				continue // its lane is blocked
+			}
+			for i, c := range g {
+				if skip[c.a.Seq] {
+					g = g[:i] // it and the lane behind it stay
+					break
+				}
+			}
+			if len(g) > 0 {
 				kept = append(kept, g)
 			}
 		}

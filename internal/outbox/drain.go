@@ -258,9 +258,9 @@ func (e *Engine) makeDue(ctx context.Context) error {
 		for {
 			q, err := e.db.Query(ctx, &dynamodb.QueryInput{
 				TableName: e.table(), IndexName: aws.String(IndexDue),
-				KeyConditionExpression:    aws.String("#dpk = :dpk AND #dsk >= :from"),
-				ExpressionAttributeNames:  map[string]string{"#dpk": attrDuePK, "#dsk": attrDueSK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":dpk": avS(duePK(part)), ":from": avS(timeSK(now, 0))},
+				KeyConditionExpression:    aws.String("#dpk = :dpk"),
+				ExpressionAttributeNames:  map[string]string{"#dpk": attrDuePK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":dpk": avS(duePK(part))},
 				ExclusiveStartKey:         start,
 			})
 			if err != nil {
@@ -273,15 +273,14 @@ func (e *Engine) makeDue(ctx context.Context) error {
 				}
 				var upd string
 				c := condState(a.State, a.Epoch)
-				c.names["#dsk"] = attrDueSK
-				c.vals[":dsk"] = avS(timeSK(now, a.Seq))
 				c.vals[":now"] = avMs(now)
 				switch {
-				case a.State == StateADMITTED:
+				case a.State == StateADMITTED && a.NextAttemptAt.After(now):
 					upd = "SET #nat = :now, #dsk = :dsk"
-					c.names["#nat"] = attrNext
-				case a.State == StateEXECUTING:
-					upd = "SET #lx = :now, #dsk = :dsk"
+					c.names["#nat"], c.names["#dsk"] = attrNext, attrDueSK
+					c.vals[":dsk"] = avS(timeSK(now, a.Seq))
+				case a.State == StateEXECUTING && a.LeaseExpiresAt.After(now):
+					upd = "SET #lx = :now"
 					c.names["#lx"] = attrLease
 					c = c.and(cond{expr: "attribute_not_exists(#own)", names: map[string]string{"#own": attrOwner}})
 				default:

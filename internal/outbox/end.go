@@ -120,7 +120,7 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 			extra = append(extra, items...)
 		}
 	}
-	tailAt, idemAt := -1, -1
+	tailAt := -1
 	if a.LaneKey != "" {
 		lid := laneID{a.WorkspaceID, a.LaneKey}
 		tail, err := e.readTail(ctx, a.Partition, lid)
@@ -137,17 +137,6 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 				ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq)},
 			}})
 		}
-	}
-	if a.IdempotencyKey != "" {
-		idemAt = len(extra) + 1
-		extra = append(extra, types.TransactWriteItem{Update: &types.Update{
-			TableName:                 e.table(),
-			Key:                       key(idemPK(a.WorkspaceID, a.IdempotencyKey), skIdem),
-			UpdateExpression:          aws.String("SET #ttl = :ttl"),
-			ConditionExpression:       aws.String("#id = :id"),
-			ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL, "#id": attrID},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":ttl": avN(expiry.Unix()), ":id": avS(a.ID)},
-		}})
 	}
 	for try := 0; ; try++ {
 		var err error
@@ -166,26 +155,17 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 			}}}, extra...)
 			err = e.transact(ctx, items, e.token())
 			if reasons, ok := cancelReasons(err); ok && len(reasons) > 0 && reasons[0] != "ConditionalCheckFailed" && try < 3 {
-				// The action's own guard held; a lane tail moved on (a new
-				// action joined the lane) or the idempotency record was
-				// erased: end without that item.
+				// The action's own guard held; the lane tail moved on (a new
+				// action joined the lane): end without the cleanup.
 				var keep []types.TransactWriteItem
 				for i, it := range extra {
-					if (i+1 == tailAt || i+1 == idemAt) && reasons[i+1] == "ConditionalCheckFailed" {
+					if i+1 == tailAt && reasons[i+1] == "ConditionalCheckFailed" {
 						continue
 					}
 					keep = append(keep, it)
 				}
 				if len(keep) < len(extra) {
-					extra, tailAt, idemAt = keep, -1, -1
-					for i, it := range extra {
-						if it.Delete != nil && getS(it.Delete.Key, attrPK) == partitionPK(a.Partition) {
-							tailAt = i + 1
-						}
-						if it.Update != nil && getS(it.Update.Key, attrSK) == skIdem {
-							idemAt = i + 1
-						}
-					}
+					extra, tailAt = keep, -1
 					continue
 				}
 			}
@@ -196,8 +176,32 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 			}
 			return nil, fmt.Errorf("error ending action %s as %s: %w", a.ID, p.To, err)
 		}
-		outcome := p.Result.Outcome
-		e.obs.ActionEnded(&ended, outcome, p.Reason)
+		if a.IdempotencyKey != "" {
+			// The record's TTL follows in its own write (1 unit, where a
+			// transaction item costs 2). If it is lost, the record simply
+			// outlives its action: the next enqueue with the key finds the
+			// action gone and replaces the record.
+			if err := e.idemExpire(ctx, a, expiry); err != nil {
+				return nil, err
+			}
+		}
+		e.obs.ActionEnded(&ended, p.Result.Outcome, p.Reason)
 		return &ended, nil
 	}
+}
+
+// idemExpire gives an ended action's idempotency record the action's TTL.
+func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) error {
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 e.table(),
+		Key:                       key(idemPK(a.WorkspaceID, a.IdempotencyKey), skIdem),
+		UpdateExpression:          aws.String("SET #ttl = :ttl"),
+		ConditionExpression:       aws.String("#id = :id"),
+		ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL, "#id": attrID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":ttl": avN(expiry.Unix()), ":id": avS(a.ID)},
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("error setting TTL of idempotency record of %s: %w", a.ID, err)
+	}
+	return nil
 }

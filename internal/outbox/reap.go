@@ -108,6 +108,16 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 			}
 			return nil
 		}
+		// The due index does not carry the write fence: read the row.
+		full, err := e.getActionItem(ctx, a.ID)
+		if err != nil {
+			return nil //nolint:nilerr // gone meanwhile: nothing to reap
+		}
+		cur, _ := decodeAction(full)
+		if cur.Epoch != a.Epoch || cur.State != a.State {
+			return nil
+		}
+		*a = cur
 		switch {
 		case class == AtMostOnce && !a.WriteStartedAt.IsZero():
 			to, reason = StateUNCERTAIN, StopLeaseLostAfterWrite

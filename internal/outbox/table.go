@@ -49,10 +49,12 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 }
 
 // DueProjection lists the non-key attributes the due index carries: what a
-// claim and the reaper decide on without reading the base table.
+// claim and the reaper decide on without reading the base table. The write
+// fence (wsa) is left out on purpose: the fence write then costs no index
+// write (ADR 0002).
 func DueProjection() []string {
 	return []string{attrID, attrKind, attrVariant, attrWorkspace, attrLane, attrPrev, attrState, attrAttempt,
-		attrMax, attrEpoch, attrLease, attrWrite, attrExpires, attrNext, attrOwner}
+		attrMax, attrEpoch, attrLease, attrExpires, attrNext, attrOwner}
 }
 
 // EnsureTable creates the table, its indexes and its TTL attribute when the
