@@ -296,8 +296,8 @@ func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDu
 	})
 	cd.names["#lx"] = attrLease
 	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                 e.table(),
-		Key:                       actionKey(a.Partition, a.Seq),
+		TableName: e.table(),
+		Key:       actionKey(a.Partition, a.Seq),
 		// The due index keeps the row at its position (ADR 0002): a claim
 		// changes projected attributes only, one index write instead of a
 		// key change's two.
