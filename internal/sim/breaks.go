@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"maps"
+	"regexp"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The rewrites of the broken variants work on the expressions the engine
+// builds (internal/outbox end.go, attempt.go, claim.go); each removes a
+// guard and the names and values only that guard used.
+
+var exprToken = regexp.MustCompile(`[#:][A-Za-z0-9_]+`)
+
+// prune drops names and values no expression uses any more (DynamoDB
+// refuses unused ones).
+func prune(names map[string]string, vals map[string]types.AttributeValue, exprs ...*string) (map[string]string, map[string]types.AttributeValue) {
+	used := map[string]bool{}
+	for _, e := range exprs {
+		if e != nil {
+			for _, t := range exprToken.FindAllString(*e, -1) {
+				used[t] = true
+			}
+		}
+	}
+	var n map[string]string
+	if names != nil {
+		n = map[string]string{}
+		for k, v := range names {
+			if used[k] {
+				n[k] = v
+			}
+		}
+	}
+	var v map[string]types.AttributeValue
+	if vals != nil {
+		v = map[string]types.AttributeValue{}
+		for k, x := range vals {
+			if used[k] {
+				v[k] = x
+			}
+		}
+	}
+	return n, v
+}
+
+const heldGuard = "#st = :cst AND #ep = :cep AND #own = :cown"
+
+// breakExprs applies the broken variants to one update's expressions.
+// It reports whether it changed anything.
+func (w *world) breakExprs(cond, upd **string) bool {
+	b := w.opt.Broken
+	changed := false
+	c, u := aws.ToString(*cond), aws.ToString(*upd)
+	if b&BreakEpochCondition != 0 && strings.Contains(c, heldGuard) {
+		c = strings.ReplaceAll(c, heldGuard, "#st = :cst")
+		changed = true
+	}
+	if b&BreakWriteMargin != 0 && strings.Contains(c, " AND (#lx >= :margin)") {
+		c = strings.ReplaceAll(c, " AND (#lx >= :margin)", "")
+		changed = true
+	}
+	if b&BreakClaimFence != 0 && strings.Contains(u, "#cv = if_not_exists") {
+		c = ""
+		changed = true
+	}
+	if b&BreakKeepPayload != 0 && strings.Contains(u, "REMOVE #pl, ") {
+		u = strings.Replace(u, "REMOVE #pl, ", "REMOVE ", 1)
+		changed = true
+	}
+	if !changed {
+		return false
+	}
+	if c == "" {
+		*cond = nil
+	} else {
+		*cond = aws.String(c)
+	}
+	*upd = aws.String(u)
+	return true
+}
+
+func (w *world) breakUpdate(_ *proc, in *dynamodb.UpdateItemInput) *dynamodb.UpdateItemInput {
+	if w.opt.Broken == 0 {
+		return in
+	}
+	cp := *in
+	if !w.breakExprs(&cp.ConditionExpression, &cp.UpdateExpression) {
+		return in
+	}
+	cp.ExpressionAttributeNames, cp.ExpressionAttributeValues = prune(maps.Clone(in.ExpressionAttributeNames),
+		maps.Clone(in.ExpressionAttributeValues), cp.ConditionExpression, cp.UpdateExpression)
+	return &cp
+}
+
+func (w *world) breakTransact(in *dynamodb.TransactWriteItemsInput) *dynamodb.TransactWriteItemsInput {
+	b := w.opt.Broken
+	if b == 0 {
+		return in
+	}
+	cp := *in
+	cp.TransactItems = nil
+	for _, it := range in.TransactItems {
+		if cc := it.ConditionCheck; cc != nil {
+			sk := str(cc.Key, "sk")
+			if b&BreakPredecessorCheck != 0 && strings.HasPrefix(sk, "A#") {
+				continue
+			}
+			if b&BreakClaimFence != 0 && sk == "FENCE" {
+				continue
+			}
+		}
+		if u := it.Update; u != nil {
+			uc := *u
+			if w.breakExprs(&uc.ConditionExpression, &uc.UpdateExpression) {
+				uc.ExpressionAttributeNames, uc.ExpressionAttributeValues = prune(maps.Clone(u.ExpressionAttributeNames),
+					maps.Clone(u.ExpressionAttributeValues), uc.ConditionExpression, uc.UpdateExpression)
+				it = types.TransactWriteItem{Update: &uc}
+			}
+		}
+		cp.TransactItems = append(cp.TransactItems, it)
+	}
+	return &cp
+}

@@ -1,0 +1,263 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ferryhq/ferry/internal/ddblocal"
+)
+
+// simDB stands between the engines and the embedded DynamoDB: every call is
+// a protocol point where the scheduler may switch processes or kill the
+// caller; every committed change is read from the feed and judged with the
+// caller's identity. Broken variants rewrite requests here.
+type simDB struct {
+	w  *world
+	db *ddblocal.DB
+}
+
+func (d *simDB) enter(ctx context.Context, op, what string) (*proc, error) {
+	p := procOf(ctx)
+	if p == nil {
+		panic("sim: a DynamoDB call without a process")
+	}
+	if p.killed {
+		return p, errKilled
+	}
+	p.yield(op + " " + what)
+	if p.killed {
+		return p, errKilled
+	}
+	d.w.cur = p
+	return p, nil
+}
+
+func (d *simDB) leave(p *proc, op string, err error) {
+	d.w.cur = nil
+	if err != nil && p.co {
+		d.w.tracef(p, "  %s: %s", op, shortErr(err))
+	}
+	d.w.readFeed(p)
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "api error "); i >= 0 {
+		s = s[i+10:]
+	}
+	if len(s) > 90 {
+		s = s[:90]
+	}
+	return s
+}
+
+func keyName(k map[string]types.AttributeValue) string {
+	pk, sk := str(k, "pk"), str(k, "sk")
+	if strings.HasPrefix(sk, "A#") {
+		return pk + "/A#" + strings.TrimLeft(sk[2:], "0")
+	}
+	return pk + "/" + sk
+}
+
+func (d *simDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	p, err := d.enter(ctx, "GetItem", keyName(in.Key))
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.GetItem(ctx, in, o...)
+	d.leave(p, "GetItem", err)
+	return out, err
+}
+
+func (d *simDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	p, err := d.enter(ctx, "PutItem", keyName(in.Item))
+	if err != nil {
+		return nil, err
+	}
+	if d.w.opt.Broken&BreakDropPut != 0 && strings.HasPrefix(str(in.Item, "sk"), "A#") {
+		d.leave(p, "PutItem", nil)
+		return &dynamodb.PutItemOutput{}, nil
+	}
+	out, err := d.db.PutItem(ctx, in, o...)
+	d.leave(p, "PutItem", err)
+	return out, err
+}
+
+func (d *simDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	p, err := d.enter(ctx, "UpdateItem", keyName(in.Key)+" "+verb(in.UpdateExpression))
+	if err != nil {
+		return nil, err
+	}
+	in = d.w.breakUpdate(p, in)
+	out, err := d.db.UpdateItem(ctx, in, o...)
+	d.leave(p, "UpdateItem", err)
+	return out, err
+}
+
+func (d *simDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	p, err := d.enter(ctx, "DeleteItem", keyName(in.Key))
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.DeleteItem(ctx, in, o...)
+	d.leave(p, "DeleteItem", err)
+	return out, err
+}
+
+func (d *simDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	idx := "base"
+	if in.IndexName != nil {
+		idx = *in.IndexName
+	}
+	p, err := d.enter(ctx, "Query", idx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.Query(ctx, in, o...)
+	if err == nil && d.w.opt.Broken&BreakReaperBlind != 0 && p.kind == "reaper" && idx == "due" {
+		out.Items, out.Count, out.LastEvaluatedKey = nil, 0, nil
+	}
+	d.leave(p, "Query", err)
+	return out, err
+}
+
+func (d *simDB) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	p, err := d.enter(ctx, "Scan", "")
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.Scan(ctx, in, o...)
+	d.leave(p, "Scan", err)
+	return out, err
+}
+
+func (d *simDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	p, err := d.enter(ctx, "BatchGetItem", "")
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.BatchGetItem(ctx, in, o...)
+	if err == nil && d.w.opt.Broken&BreakPredecessorCheck != 0 {
+		// Blind the claim's read of lane predecessors.
+		out.Responses = map[string][]map[string]types.AttributeValue{}
+		out.UnprocessedKeys = nil
+	}
+	d.leave(p, "BatchGetItem", err)
+	return out, err
+}
+
+func (d *simDB) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	p, err := d.enter(ctx, "BatchWriteItem", "")
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.BatchWriteItem(ctx, in, o...)
+	d.leave(p, "BatchWriteItem", err)
+	return out, err
+}
+
+func (d *simDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	p, err := d.enter(ctx, "TransactWriteItems", txWhat(in.TransactItems))
+	if err != nil {
+		return nil, err
+	}
+	in = d.w.breakTransact(in)
+	out, err := d.db.TransactWriteItems(ctx, in, o...)
+	d.leave(p, "TransactWriteItems", err)
+	return out, err
+}
+
+func (d *simDB) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
+	p, err := d.enter(ctx, "TransactGetItems", "")
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.TransactGetItems(ctx, in, o...)
+	d.leave(p, "TransactGetItems", err)
+	return out, err
+}
+
+func (d *simDB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	p, err := d.enter(ctx, "CreateTable", "")
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.CreateTable(ctx, in, o...)
+	d.leave(p, "CreateTable", err)
+	return out, err
+}
+
+func (d *simDB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	p, err := d.enter(ctx, "DescribeTable", "")
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.DescribeTable(ctx, in, o...)
+	d.leave(p, "DescribeTable", err)
+	return out, err
+}
+
+func (d *simDB) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
+	p, err := d.enter(ctx, "UpdateTimeToLive", "")
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.db.UpdateTimeToLive(ctx, in, o...)
+	d.leave(p, "UpdateTimeToLive", err)
+	return out, err
+}
+
+func verb(upd *string) string {
+	if upd == nil {
+		return ""
+	}
+	s := *upd
+	switch {
+	case strings.Contains(s, "#sr = :sr"):
+		return "end"
+	case strings.Contains(s, "#wsa = :now"):
+		return "write-fence"
+	case strings.Contains(s, "#cv = if_not_exists"):
+		return "fence-take"
+	case strings.HasPrefix(s, "SET #olx = :now"):
+		return "fence-release"
+	case strings.Contains(s, "ADD #n"):
+		return "seq-block"
+	case strings.Contains(s, "#st = :adm, #nat = :now, #dsk = :dsk, #att = #att - :one"):
+		return "release"
+	case strings.Contains(s, "#st = :adm"):
+		return "retry/defer"
+	case strings.HasPrefix(s, "SET #lx = :at"):
+		return "reread-wait"
+	case strings.HasPrefix(s, "SET #lx = :lx"):
+		return "lease-renew"
+	case strings.HasPrefix(s, "SET #lx = :now"):
+		return "release-fenced"
+	}
+	return ""
+}
+
+func txWhat(items []types.TransactWriteItem) string {
+	var parts []string
+	for _, it := range items {
+		switch {
+		case it.Put != nil:
+			parts = append(parts, "put "+keyName(it.Put.Item))
+		case it.Update != nil:
+			parts = append(parts, "upd "+keyName(it.Update.Key))
+		case it.Delete != nil:
+			parts = append(parts, "del "+keyName(it.Delete.Key))
+		case it.ConditionCheck != nil:
+			parts = append(parts, "chk "+keyName(it.ConditionCheck.Key))
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if len(s) > 160 {
+		s = s[:160] + fmt.Sprintf("... (%d items)", len(items))
+	}
+	return s
+}

@@ -1,0 +1,199 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// readFeed judges every change committed since the last look, as made by p.
+func (w *world) readFeed(p *proc) {
+	for _, c := range w.db.Changes(w.cfg.Table, w.feedSeq) {
+		w.feedSeq = c.Seq + 1
+		w.observe(p, c)
+	}
+}
+
+func (w *world) observe(p *proc, c ddblocal.Change) {
+	pk, sk := str(c.Keys, "pk"), str(c.Keys, "sk")
+	if sk == "FENCE" {
+		if c.NewImage != nil {
+			part, _ := strconv.Atoi(strings.TrimPrefix(pk, "P#"))
+			fs := fenceState{cv: num(c.NewImage, "cv"), owner: str(c.NewImage, "owner")}
+			w.fences[part] = fs
+			if p != nil && p.kind == "drainer" && fs.owner == p.owner {
+				p.fenceV = fs.cv
+			}
+		}
+		return
+	}
+	if !strings.HasPrefix(pk, "P#") || !strings.HasPrefix(sk, "A#") {
+		return
+	}
+	switch c.EventName {
+	case ddblocal.EventInsert:
+		w.onInsert(p, c.NewImage)
+	case ddblocal.EventModify:
+		w.onModify(p, c.OldImage, c.NewImage)
+	case ddblocal.EventRemove:
+		w.onRemove(p, c.OldImage, c.ByTTL)
+	}
+}
+
+func (w *world) histf(r *row, p *proc, format string, args ...any) {
+	who := "ttl"
+	if p != nil {
+		who = p.name
+	}
+	r.hist = append(r.hist, fmt.Sprintf("%04d %s %-14s %s", w.step, fmtDur(w.clk.Now().Sub(epoch0)), who, fmt.Sprintf(format, args...)))
+}
+
+func (w *world) onInsert(p *proc, it ddblocal.Item) {
+	id := str(it, "id")
+	r := &row{id: id, item: it}
+	if old := w.rows[id]; old != nil && old.gone == "" {
+		w.violate("nothing-lost", []string{id}, "action %s was written over by a new action", id)
+	}
+	w.rows[id] = r
+	w.histf(r, p, "created %s", rowState(it))
+	if p == nil || p.kind != "enqueue" {
+		w.violate("fencing", []string{id}, "action row %s created by %s", id, p.name)
+	}
+	t := w.tokens[payloadToken(it)]
+	if t == nil {
+		w.violate("nothing-lost", []string{id}, "action %s carries no known token", id)
+		return
+	}
+	r.tok = t
+	if t.ikey != "" {
+		for _, prev := range t.ids {
+			if pr := w.rows[prev]; pr != nil && pr.gone == "" {
+				w.violate("idempotency", []string{prev, id}, "token %s (idempotency key %s) has a second action %s while %s is retained", t.name, t.ikey, id, prev)
+			}
+		}
+	}
+	t.ids = append(t.ids, id)
+	if ln := str(it, "lane"); ln != "" {
+		k := str(it, "ws") + "/" + ln
+		w.lanes[k] = append(w.lanes[k], id)
+	}
+}
+
+func (w *world) onModify(p *proc, old, nw ddblocal.Item) {
+	id := str(nw, "id")
+	r := w.rows[id]
+	if r == nil {
+		r = &row{id: id}
+		w.rows[id] = r
+	}
+	r.item = nw
+	w.histf(r, p, "%s", rowState(nw))
+	ost, nst := state(old), state(nw)
+	oep, nep := num(old, "ep"), num(nw, "ep")
+	if ost.Ended() {
+		w.violate("ended-final", []string{id}, "ended action %s changed (%s -> %s) by %s", id, ost, nst, p.name)
+		return
+	}
+	kind, variant := str(nw, "kind"), str(nw, "var")
+	if !p.host.decodes(kind, variant) {
+		w.violate("rolling-upgrade", []string{id}, "%s wrote action %s of kind %s variant %q, which its build does not decode", p.name, id, kind, variant)
+		return
+	}
+	part, _ := strconv.Atoi(strings.TrimPrefix(str(nw, "pk"), "P#"))
+	switch {
+	case nep == oep+1:
+		if p.kind != "drainer" || str(nw, "own") != p.owner || nst != outbox.StateEXECUTING {
+			w.violate("fencing", []string{id}, "epoch of %s rose to %d by %s (owner %q, %s), not a drainer's claim", id, nep, p.name, str(nw, "own"), nst)
+			return
+		}
+		if fs := w.fences[part]; fs.owner != p.owner || fs.cv != p.fenceV {
+			w.violate("claim-fence", []string{id}, "%s claimed %s with fence version %d while partition %d's fence is version %d held by %s",
+				p.name, id, p.fenceV, part, fs.cv, fs.owner)
+			return
+		}
+		if r.tok != nil {
+			for _, c := range r.tok.accepted {
+				if c.p.pending[c] && c.flagged == "" {
+					c.flagged = "its lease was lost: " + id + " was claimed again before the outcome was written"
+				}
+			}
+		}
+	case nep != oep:
+		w.violate("fencing", []string{id}, "epoch of %s changed %d -> %d without a claim, by %s", id, oep, nep, p.name)
+		return
+	default:
+		switch p.kind {
+		case "drainer":
+			if ost != outbox.StateEXECUTING || str(old, "own") != p.owner {
+				w.violate("fencing", []string{id}, "stale write landed: %s changed %s (%s -> %s) while it is held by %q at epoch %d",
+					p.name, id, ost, nst, str(old, "own"), oep)
+				return
+			}
+		case "reaper":
+			if ost == outbox.StateEXECUTING && msTime(old, "lx").After(p.host.now()) {
+				w.violate("fencing", []string{id}, "reaper %s ended %s under a live lease", p.name, id)
+				return
+			}
+		case "api":
+			if ost != outbox.StatePROPOSED && ost != outbox.StateADMITTED {
+				w.violate("fencing", []string{id}, "%s moved %s from %s", p.name, id, ost)
+				return
+			}
+		default:
+			w.violate("fencing", []string{id}, "unexpected write to %s by %s", id, p.name)
+			return
+		}
+	}
+	if nst.Ended() {
+		r.ended++
+		if str(nw, "sr") == "" || has(nw, "pl") || !has(nw, "ttl") {
+			w.violate("ended-shape", []string{id}, "ended action %s has stop reason %q, payload %v, TTL %v", id, str(nw, "sr"), has(nw, "pl"), has(nw, "ttl"))
+			return
+		}
+	}
+	// A write of the process that made an accepted provider call settles it.
+	for c := range p.pending {
+		if c.tok == r.tok {
+			delete(p.pending, c)
+		}
+	}
+}
+
+func (w *world) onRemove(p *proc, old ddblocal.Item, byTTL bool) {
+	id := str(old, "id")
+	r := w.rows[id]
+	if r == nil {
+		r = &row{id: id, item: old}
+		w.rows[id] = r
+	}
+	ended := state(old).Ended()
+	why := ""
+	switch {
+	case byTTL && ended:
+		why = "deleted by TTL"
+	case p != nil && p.kind == "retain" && ended:
+		why = "deleted by retention"
+	case p != nil && p.kind == "erase" && str(old, "ws") == p.erasing[0] && str(old, "subj") == p.erasing[1]:
+		why = "erased"
+	}
+	w.histf(r, p, "deleted (%s)", why)
+	if why == "" {
+		who := "TTL"
+		if p != nil {
+			who = p.name
+		}
+		w.violate("nothing-lost", []string{id}, "action %s (%s) deleted by %s", id, state(old), who)
+		why = "lost"
+	}
+	r.gone = why
+	if r.tok != nil {
+		for _, c := range r.tok.accepted {
+			if c.flagged == "" {
+				c.flagged = "erased"
+			}
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+func str(it map[string]types.AttributeValue, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func num(it map[string]types.AttributeValue, k string) int64 {
+	if v, ok := it[k].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func has(it map[string]types.AttributeValue, k string) bool {
+	_, ok := it[k]
+	return ok
+}
+
+func msTime(it map[string]types.AttributeValue, k string) time.Time {
+	return time.UnixMilli(num(it, k)).UTC()
+}
+
+func state(it map[string]types.AttributeValue) outbox.State { return outbox.State(str(it, "st")) }
+
+func payloadToken(it map[string]types.AttributeValue) string {
+	var p struct {
+		T string `json:"t"`
+	}
+	_ = json.Unmarshal([]byte(str(it, "pl")), &p)
+	return p.T
+}
+
+// rowState is a one-line description of an action row.
+func rowState(it map[string]types.AttributeValue) string {
+	s := fmt.Sprintf("%s ep=%d att=%d/%d", str(it, "st"), num(it, "ep"), num(it, "att"), num(it, "max"))
+	if o := str(it, "own"); o != "" {
+		s += " own=" + o
+	}
+	if has(it, "lx") {
+		s += " lease=" + fmtDur(msTime(it, "lx").Sub(epoch0))
+	}
+	if has(it, "wsa") {
+		s += " fence=" + fmtDur(msTime(it, "wsa").Sub(epoch0))
+	}
+	if has(it, "nat") && str(it, "st") == string(outbox.StateADMITTED) {
+		s += " next=" + fmtDur(msTime(it, "nat").Sub(epoch0))
+	}
+	if sr := str(it, "sr"); sr != "" {
+		s += " stop=" + sr
+	}
+	if has(it, "pl") {
+		s += " payload"
+	}
+	if has(it, "ttl") {
+		s += " ttl"
+	}
+	return s
+}

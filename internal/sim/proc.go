@@ -1,0 +1,162 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// errKilled is what every call of a killed process gets: the Lambda is gone,
+// nothing it would still send reaches DynamoDB or a provider.
+var errKilled = errors.New("sim: process killed")
+
+type ctxKey struct{}
+
+// proc is one process: a drainer invocation (a coroutine the scheduler
+// resumes one call at a time) or an atomic step (enqueue, reaper, ...).
+type proc struct {
+	id        int
+	name      string
+	kind      string // drainer, reaper, retain, enqueue, api, erase, setup
+	host      *host
+	owner     string
+	partition int
+	co        bool
+	resume    chan struct{}
+	yielded   chan string
+	killed    bool
+	done      bool
+	at        string
+	fenceV    int64
+	erasing   [2]string // erase: workspace, subject
+	pending   map[*callRec]bool
+	res       *outbox.DrainResult
+	err       error
+}
+
+func procOf(ctx context.Context) *proc {
+	p, _ := ctx.Value(ctxKey{}).(*proc)
+	return p
+}
+
+func (w *world) newProc(kind string, h *host) *proc {
+	w.nproc++
+	p := &proc{id: w.nproc, kind: kind, host: h, pending: map[*callRec]bool{}}
+	p.name = fmt.Sprintf("%s%d@%s", kind[:1], w.nproc, h.name)
+	return p
+}
+
+func (p *proc) ctx() context.Context { return context.WithValue(context.Background(), ctxKey{}, p) }
+
+// yield hands control back to the scheduler at a protocol point and waits
+// to be resumed. A killed process no longer yields: it runs to its end with
+// every call refused.
+func (p *proc) yield(point string) {
+	if !p.co || p.killed {
+		return
+	}
+	p.yielded <- point
+	<-p.resume
+}
+
+// startDrainer starts a drainer invocation on a partition and runs it to
+// its first protocol point.
+func (w *world) startDrainer(h *host, part int) *proc {
+	p := w.newProc("drainer", h)
+	p.partition = part
+	p.owner = fmt.Sprintf("d%d-%s", p.id, h.name)
+	p.co = true
+	p.resume = make(chan struct{})
+	p.yielded = make(chan string)
+	params := outbox.DrainParams{Owner: p.owner, Concurrency: 1}
+	if w.rng.IntN(3) > 0 {
+		params.Deadline = h.now().Add(w.cfg.WriteMargin + randDur(w.rng, 0, 4*w.cfg.Lease))
+	}
+	overlap := 0
+	for _, q := range w.procs {
+		if q.partition == part {
+			overlap++
+		}
+	}
+	if overlap > 0 {
+		w.res.Faults["drainer.overlap"]++
+	}
+	if h.old {
+		w.res.Faults["build.old_drainer"]++
+	}
+	go func() {
+		<-p.resume
+		p.res, p.err = h.eng.DrainPartition(p.ctx(), part, params)
+		p.yielded <- ""
+	}()
+	w.procs = append(w.procs, p)
+	w.tracef(p, "start drainer on partition %d (deadline %v, %d others on it)", part, !params.Deadline.IsZero(), overlap)
+	w.stepProc(p)
+	return p
+}
+
+// stepProc resumes a drainer until its next protocol point or its end.
+func (w *world) stepProc(p *proc) {
+	p.resume <- struct{}{}
+	pt := <-p.yielded
+	if pt == "" {
+		w.endProc(p)
+		return
+	}
+	p.at = pt
+	w.tracef(p, "> %s", pt)
+}
+
+func (w *world) endProc(p *proc) {
+	p.done = true
+	for i, q := range w.procs {
+		if q == p {
+			w.procs = append(w.procs[:i], w.procs[i+1:]...)
+			break
+		}
+	}
+	switch {
+	case p.killed:
+		w.tracef(p, "dead")
+	case p.err != nil:
+		w.tracef(p, "ended with error: %v", p.err)
+	case p.res != nil:
+		r := p.res
+		w.tracef(p, "done: claimed %d started %d ended %d released %d fence refusals %d conflicts %d more %v",
+			r.Claimed, r.Started, r.Ended, r.Released, r.FenceRefusals, r.Conflicts, r.More)
+	}
+	for c := range p.pending {
+		if c.flagged == "" {
+			c.flagged = "its drainer ended before the outcome was written"
+		}
+	}
+}
+
+// kill ends a drainer at its current protocol point: it never runs another
+// call. Accepted provider calls whose outcome it had not written become
+// ambiguous.
+func (w *world) kill(p *proc) {
+	w.tracef(p, "KILL before %s", p.at)
+	w.res.Faults["drainer.kill"]++
+	p.killed = true
+	for c := range p.pending {
+		c.flagged = "drainer killed before writing the outcome"
+	}
+	w.stepProc(p) // runs to its end: every call now fails
+	if !p.done {
+		panic("sim: a killed process yielded")
+	}
+}
+
+// runAtomic runs f as one step of a process that does not interleave.
+func (w *world) runAtomic(kind string, h *host, f func(ctx context.Context, p *proc) error) *proc {
+	p := w.newProc(kind, h)
+	err := f(p.ctx(), p)
+	if err != nil {
+		w.tracef(p, "error: %v", err)
+	}
+	p.err = err
+	return p
+}

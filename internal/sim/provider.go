@@ -1,0 +1,304 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// The kinds of a run, one per delivery class, and one that only a newer
+// build knows.
+const (
+	kindRB     = "ledger" // read-back
+	kindIdem   = "hook"   // idempotent receiver, tagged variants v1 and v2
+	kindAMO    = "mail"   // at most once
+	kindFuture = "next"   // known to no build of the run
+)
+
+// registry builds the kinds of one build: old lacks kindAMO and the hook
+// variant v2; future has kindFuture alone.
+func (w *world) registry(old, future bool) *outbox.Registry {
+	reg := outbox.NewRegistry()
+	add := func(a outbox.Adapter) {
+		if err := reg.Register(a); err != nil {
+			panic(err)
+		}
+	}
+	if future {
+		add(&adapter{w: w, spec: outbox.KindSpec{Name: kindFuture, Class: outbox.IdempotentReceiver}})
+		return reg
+	}
+	add(&rbAdapter{adapter{w: w, spec: outbox.KindSpec{Name: kindRB, Class: outbox.ReadBack}}})
+	vars := []string{"v1", "v2"}
+	if old {
+		vars = vars[:1]
+	}
+	add(&adapter{w: w, spec: outbox.KindSpec{Name: kindIdem, Class: outbox.IdempotentReceiver, VariantMode: outbox.TaggedShape, TagProperty: "v", Variants: vars}})
+	if !old {
+		add(&adapter{w: w, spec: outbox.KindSpec{Name: kindAMO, Class: outbox.AtMostOnce}})
+	}
+	return reg
+}
+
+// adapter is a simulated provider: it records every call and answers what
+// the seed draws.
+type adapter struct {
+	w    *world
+	spec outbox.KindSpec
+}
+
+type rbAdapter struct{ adapter }
+
+func (a *adapter) Spec() outbox.KindSpec { return a.spec }
+
+func (a *adapter) Validate(string, json.RawMessage) error { return nil }
+
+// behaviour is what the provider does with one call.
+type behaviour struct {
+	name   string
+	accept bool // the provider took the effect
+	res    outbox.Result
+	hang   bool
+	panic  bool
+}
+
+var errProvider = errors.New("provider error")
+
+func (w *world) drawBehaviour() behaviour {
+	if w.quiet {
+		return behaviour{name: "done", accept: true}
+	}
+	coin := w.rng.IntN(2) == 0
+	x := w.rng.Float64()
+	switch {
+	case x < w.rt.hang:
+		w.res.Faults["provider.hang"]++
+		return behaviour{name: "hang", accept: coin, hang: true}
+	case x < 0.55:
+		return behaviour{name: "done", accept: true}
+	case x < 0.63:
+		return behaviour{name: "retry", res: outbox.Retry(errProvider)}
+	case x < 0.68:
+		return behaviour{name: "defer", res: outbox.Defer(randDur(w.rng, 0, 20e9), errProvider)}
+	case x < 0.72:
+		return behaviour{name: "failed", res: outbox.Failed(outbox.StopRejected, errProvider)}
+	case x < 0.74:
+		return behaviour{name: "cancelled", res: outbox.Cancelled("", nil)}
+	case x < 0.78:
+		return behaviour{name: "reread", accept: coin, res: outbox.Reread(randDur(w.rng, 0, 30e9), errProvider)}
+	case x < 0.81:
+		return behaviour{name: "uncertain", accept: coin, res: outbox.Uncertain(errProvider)}
+	case x < 0.87:
+		w.res.Faults["provider.error"]++
+		return behaviour{name: "error", accept: coin, res: outbox.Result{Err: errProvider}}
+	case x < 0.94:
+		w.res.Faults["provider.fail_after_accept"]++
+		return behaviour{name: "fail-after-accept", accept: true, res: outbox.Result{Err: errProvider}}
+	default:
+		w.res.Faults["provider.panic"]++
+		return behaviour{name: "panic", accept: coin, panic: true}
+	}
+}
+
+func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Result {
+	w := a.w
+	p := procOf(ctx)
+	if p == nil || p.killed {
+		return outbox.Result{Err: errKilled}
+	}
+	t := w.tokens[tokenOf(att.Action.Payload)]
+	if t == nil {
+		w.violate("nothing-lost", []string{att.Action.ID}, "provider call for %s with an unknown payload", att.Action.ID)
+		return outbox.Result{Err: errProvider}
+	}
+	now := w.clk.Now()
+	w.checkCallStart(p, t, att)
+	b := w.drawBehaviour()
+	rec := &callRec{tok: t, p: p, id: att.Action.ID, start: now, deadline: now.Add(w.cfg.WriteMargin - w.cfg.ClockSkew),
+		accepted: b.accept, inflight: true}
+	w.calls = append(w.calls, rec)
+	t.execs++
+	if a.spec.Class == outbox.AtMostOnce && (b.accept || (b.name != "retry" && b.name != "defer" && b.name != "failed" && b.name != "cancelled")) {
+		t.maybeSent = true
+	}
+	w.tracef(p, "provider %s call %d for %s (%s attempt %d epoch %d): %s", a.spec.Class, t.execs, att.Action.ID, t.name, att.Number, att.Action.Epoch, b.name)
+	if b.accept {
+		w.accept(t, rec, a.spec.Class, att.Action.ID)
+		if a.spec.Class == outbox.AtMostOnce && w.opt.Broken&BreakProviderTwice != 0 {
+			second := *rec
+			t.execs++
+			w.accept(t, &second, a.spec.Class, att.Action.ID)
+		}
+	}
+	if !b.accept && b.name != "retry" && b.name != "defer" && b.name != "failed" && b.name != "cancelled" {
+		rec.flagged = "the provider answered " + b.name
+	}
+	p.yield("in provider call " + att.Action.ID)
+	rec.inflight = false
+	if p.killed {
+		rec.flagged = "drainer killed during the provider call"
+		return outbox.Result{Err: errKilled}
+	}
+	if b.hang {
+		w.clk.Advance(randDur(w.rng, w.cfg.WriteMargin-w.cfg.ClockSkew, 2*w.cfg.Lease))
+	}
+	if w.clk.Now().After(rec.deadline) {
+		if rec.flagged == "" && b.accept {
+			rec.flagged = "the provider call outlived its deadline"
+		}
+		w.tracef(p, "provider call for %s ran past its deadline", att.Action.ID)
+		return outbox.Result{Err: context.DeadlineExceeded}
+	}
+	if b.accept && b.name != "done" && rec.flagged == "" {
+		rec.flagged = "the provider answered " + b.name + " after accepting"
+	}
+	if b.panic {
+		panic("simulated provider panic")
+	}
+	if b.name == "done" {
+		if a.spec.Class == outbox.IdempotentReceiver && w.opt.Broken&BreakIdemResend != 0 {
+			return outbox.Retry(errProvider)
+		}
+		return outbox.Done("ref-" + t.name)
+	}
+	return b.res
+}
+
+// accept records that the provider took the effect, and judges duplicates.
+func (w *world) accept(t *token, rec *callRec, class outbox.DeliveryClass, id string) {
+	rec.accepted = true
+	switch class {
+	case outbox.ReadBack:
+		if len(t.accepted) > 0 {
+			w.violate("exactly-once", t.ids, "read-back action %s (%s) delivered %d times", id, t.name, len(t.accepted)+1)
+		}
+		t.effectRef = "ref-" + t.name
+	case outbox.IdempotentReceiver:
+		if t.firstKey == "" {
+			t.firstKey = id
+		} else if t.firstKey != id {
+			w.violate("idempotent-duplicates", t.ids, "%s delivered with id %s after id %s", t.name, id, t.firstKey)
+		}
+		for _, c := range t.accepted {
+			if c.flagged == "" {
+				w.violate("idempotent-duplicates", t.ids, "%s (%s) delivered again with no injected ambiguity after its accepted call at %s",
+					id, t.name, fmtDur(c.start.Sub(epoch0)))
+				break
+			}
+		}
+	case outbox.AtMostOnce:
+		if len(t.accepted) > 0 {
+			w.violate("at-most-once", t.ids, "at-most-once action %s (%s) reached its provider %d times", id, t.name, len(t.accepted)+1)
+		}
+	}
+	t.accepted = append(t.accepted, rec)
+	rec.p.pending[rec] = true
+	if class == outbox.IdempotentReceiver {
+		w.res.Faults["x.idem_accepts"]++
+	}
+}
+
+// checkCallStart judges the start of a provider call: the fence passed for
+// this holder, the lane's earlier actions ended, no other action of the lane
+// (nor this one) is in a provider call, and an at-most-once action was never
+// sent before.
+func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
+	id := att.Action.ID
+	r := w.rows[id]
+	if r == nil || r.gone != "" {
+		w.violate("fencing", []string{id}, "provider call for %s, which is not in the table", id)
+		return
+	}
+	it := r.item
+	if state(it) != outbox.StateEXECUTING || str(it, "own") != p.owner || num(it, "ep") != att.Action.Epoch || !has(it, "wsa") {
+		w.violate("fencing", []string{id}, "provider call for %s by %s (epoch %d) without a passed fence: row is %s", id, p.name, att.Action.Epoch, rowState(it))
+		return
+	}
+	now := w.clk.Now()
+	if t.lane != "" {
+		k := t.ws + "/" + t.lane
+		for _, e := range w.lanes[k] {
+			if e == id {
+				break
+			}
+			if er := w.rows[e]; er != nil && er.gone == "" && !state(er.item).Ended() {
+				w.violate("lanes", []string{e, id}, "%s of lane %s started while the earlier %s is %s", id, k, e, state(er.item))
+				return
+			}
+		}
+	}
+	for _, c := range w.calls {
+		if !c.inflight || !now.Before(c.deadline) || w.rows[c.id].gone != "" {
+			continue
+		}
+		if c.id == id {
+			w.violate("fencing", []string{id}, "%s in two provider calls at once (%s and %s)", id, c.p.name, p.name)
+			return
+		}
+		if t.lane != "" && c.tok.lane == t.lane && c.tok.ws == t.ws {
+			w.violate("lanes", []string{c.id, id}, "%s and %s of lane %s/%s in provider calls at once", c.id, id, t.ws, t.lane)
+			return
+		}
+	}
+	kept := w.calls[:0]
+	for _, c := range w.calls {
+		if c.inflight && now.Before(c.deadline) {
+			kept = append(kept, c)
+		}
+	}
+	w.calls = kept
+	if w.spec(t.kind) == outbox.AtMostOnce && t.execs > 0 {
+		if len(t.accepted) > 0 || t.maybeSent {
+			w.violate("at-most-once", t.ids, "at-most-once action %s (%s) sent again after a call that may have delivered", id, t.name)
+		}
+	}
+}
+
+func (w *world) spec(kind string) outbox.DeliveryClass {
+	switch kind {
+	case kindRB:
+		return outbox.ReadBack
+	case kindAMO:
+		return outbox.AtMostOnce
+	}
+	return outbox.IdempotentReceiver
+}
+
+func tokenOf(pl json.RawMessage) string {
+	var p struct {
+		T string `json:"t"`
+	}
+	_ = json.Unmarshal(pl, &p)
+	return p.T
+}
+
+// ReadBack answers from what the provider holds; sometimes it cannot tell.
+func (a *rbAdapter) ReadBack(ctx context.Context, att *outbox.Attempt) outbox.Result {
+	w := a.w
+	p := procOf(ctx)
+	if p == nil || p.killed {
+		return outbox.Result{Err: errKilled}
+	}
+	p.yield("in provider read-back " + att.Action.ID)
+	if p.killed {
+		return outbox.Result{Err: errKilled}
+	}
+	t := w.tokens[tokenOf(att.Action.Payload)]
+	if t == nil {
+		return outbox.Result{Err: errProvider}
+	}
+	var res outbox.Result
+	switch x := w.rng.Float64(); {
+	case !w.quiet && x < 0.1:
+		res = outbox.Reread(randDur(w.rng, 0, 30e9), fmt.Errorf("cannot tell yet"))
+	case t.effectRef != "":
+		res = outbox.Done(t.effectRef)
+	case !w.quiet && x < 0.15:
+		res = outbox.Cancelled(outbox.StopAbsent, nil)
+	}
+	w.tracef(p, "provider read-back of %s (%s): %s", att.Action.ID, t.name, res.Outcome)
+	return res
+}

@@ -1,0 +1,475 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+func randDur(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+}
+
+// decide is the run's fault plan: every DynamoDB call of a process may fail
+// before or after committing, be throttled, conflict, or be slow.
+func (w *world) decide(c ddblocal.Call) ddblocal.Fault {
+	p := w.cur
+	if !w.faultsOn || w.checking || p == nil || p.kind == "setup" {
+		return ddblocal.Fault{}
+	}
+	var f ddblocal.Fault
+	r := w.rt
+	x := w.rng.Float64()
+	name := ""
+	switch {
+	case x < r.failBefore:
+		f.Kind, name = ddblocal.FaultFailBefore, "fail_before"
+	case x < r.failBefore+r.failAfter:
+		f.Kind, name = ddblocal.FaultFailAfter, "fail_after"
+	case x < r.failBefore+r.failAfter+r.throttle:
+		f.Kind, name = ddblocal.FaultThrottle, "throttle"
+	case x < r.failBefore+r.failAfter+r.throttle+r.conflict:
+		f.Kind, name = ddblocal.FaultConflict, "conflict"
+	}
+	if w.rng.Float64() < r.delay {
+		f.Delay = randDur(w.rng, time.Millisecond, r.maxDelay)
+		w.res.Faults["ddb.latency"]++
+		w.tracef(p, "  fault: %s slow by %s", c.Op, f.Delay)
+	}
+	if name != "" {
+		w.res.Faults["ddb."+name]++
+		w.tracef(p, "  fault: %s %s", c.Op, name)
+		for rec := range p.pending {
+			if rec.flagged == "" {
+				rec.flagged = "DynamoDB fault " + name + " before the outcome was written"
+			}
+		}
+	}
+	return f
+}
+
+// Run runs one seed and returns what it did and found.
+func Run(opt Options) *Result {
+	w := newWorld(opt)
+	w.setup()
+	for w.step = 1; w.step <= opt.Steps && !w.stopped; w.step++ {
+		w.randomStep()
+	}
+	if !w.stopped {
+		w.quiesce()
+	}
+	if !w.stopped {
+		w.finalChecks()
+	}
+	for len(w.procs) > 0 {
+		w.kill(w.procs[0])
+	}
+	w.tally()
+	if w.stopped {
+		fmt.Fprintf(&w.trace, "replay: %s\n", w.res.Replay())
+	}
+	w.res.Trace = w.trace.Bytes()
+	return w.res
+}
+
+func (w *world) setup() {
+	p := w.newProc("setup", w.hosts[0])
+	w.cur = nil
+	if err := w.hosts[0].eng.EnsureTable(p.ctx()); err != nil {
+		panic(fmt.Sprintf("sim: table: %v", err))
+	}
+	w.faultsOn = true
+	if w.maxLag > 0 {
+		w.res.Faults["ddb.index_lag_runs"]++
+	}
+	if w.ttlDelay > 0 {
+		w.res.Faults["ttl.days_late"] += int(w.ttlDelay / (24 * time.Hour))
+	}
+	for _, h := range w.hosts {
+		if h.skew != 0 {
+			w.res.Faults["clock.skewed_hosts"]++
+		}
+	}
+}
+
+type choice struct {
+	weight int
+	name   string
+	f      func()
+}
+
+func (w *world) randomStep() {
+	live := len(w.procs)
+	cs := []choice{
+		{22, "enqueue", w.enqueueStep},
+		{4, "admit/cancel", w.admitOrCancel},
+		{1, "erase", w.eraseStep},
+		{4, "reap", w.reapStep},
+		{2, "retain", w.retainStep},
+		{1, "ttl-sweep", w.ttlStep},
+		{10, "clock", func() { w.advance(randDur(w.rng, 50*time.Millisecond, 5*time.Second)) }},
+		{3, "clock", func() { w.advance(randDur(w.rng, 10*time.Second, 2*time.Minute)) }},
+	}
+	if w.rng.IntN(40) == 0 {
+		cs = append(cs, choice{1, "clock", func() { w.advance(randDur(w.rng, time.Hour, 3*24*time.Hour)) }})
+	}
+	if live < 4 {
+		cs = append(cs, choice{8, "drainer-start", func() {
+			w.startDrainer(w.hosts[w.rng.IntN(len(w.hosts))], w.rng.IntN(w.cfg.Partitions))
+		}})
+	}
+	if live > 0 {
+		cs = append(cs, choice{35, "drainer-step", func() { w.stepProc(w.procs[w.rng.IntN(live)]) }})
+		if k := int(w.rt.kill * 3); k > 0 {
+			cs = append(cs, choice{k, "drainer-kill", func() { w.kill(w.procs[w.rng.IntN(live)]) }})
+		}
+	}
+	total := 0
+	for _, c := range cs {
+		total += c.weight
+	}
+	x := w.rng.IntN(total)
+	for _, c := range cs {
+		if x < c.weight {
+			w.res.Ops[c.name]++
+			c.f()
+			return
+		}
+		x -= c.weight
+	}
+}
+
+func (w *world) advance(d time.Duration) {
+	w.clk.Advance(d)
+	w.tracef(nil, "clock +%s", d)
+}
+
+var (
+	workspaces = []string{"w1", "w2"}
+	subjects   = []string{"s1", "s2", "s3"}
+)
+
+func (w *world) newToken(h *host) *token {
+	w.ntok++
+	t := &token{name: fmt.Sprintf("k%d", w.ntok), ws: workspaces[w.rng.IntN(len(workspaces))]}
+	switch {
+	case h == w.future:
+		t.kind = kindFuture
+	case h.old:
+		t.kind = []string{kindRB, kindIdem}[w.rng.IntN(2)]
+	default:
+		t.kind = []string{kindRB, kindIdem, kindAMO}[w.rng.IntN(3)]
+	}
+	if t.kind == kindIdem {
+		t.variant = "v1"
+		if !h.old && w.rng.IntN(2) == 0 {
+			t.variant = "v2"
+		}
+	}
+	switch x := w.rng.IntN(20); {
+	case h == w.future && x < 14:
+		t.lane = "z"
+	case h == w.future:
+	case x < 10:
+		t.lane = []string{"a", "b", "c"}[w.rng.IntN(3)]
+	case x < 11:
+		t.lane = "z"
+	}
+	if w.rng.IntN(5) > 0 {
+		t.subj = subjects[w.rng.IntN(len(subjects))]
+	}
+	if w.rng.IntN(5) < 3 {
+		t.ikey = t.name
+	}
+	t.propose = w.rng.IntN(12) == 0
+	w.tokens[t.name] = t
+	return t
+}
+
+func (w *world) enqueueStep() {
+	var h *host
+	switch x := w.rng.IntN(20); {
+	case x < 14:
+		h = w.hosts[w.rng.IntN(3)]
+	case x < 19:
+		h = w.hosts[3]
+	default:
+		h = w.future
+	}
+	if h != w.future && w.ntok > 0 && w.rng.IntN(10) == 0 {
+		t := w.tokens[fmt.Sprintf("k%d", 1+w.rng.IntN(w.ntok))]
+		if t.ikey != "" && t.kind != kindFuture && h.decodes(t.kind, t.variant) {
+			w.enqueue(h, t, true)
+			return
+		}
+	}
+	w.enqueue(h, w.newToken(h), false)
+}
+
+func (w *world) enqueue(h *host, t *token, resend bool) {
+	pl := fmt.Sprintf(`{"t":%q}`, t.name)
+	if t.variant != "" {
+		pl = fmt.Sprintf(`{"t":%q,"v":%q}`, t.name, t.variant)
+	}
+	ep := outbox.EnqueueParams{Kind: t.kind, WorkspaceID: t.ws, LaneKey: t.lane, IdempotencyKey: t.ikey,
+		SubjectID: t.subj, Payload: []byte(pl), Propose: t.propose}
+	if w.rng.IntN(8) == 0 {
+		ep.ExpiresAt = h.now().Add(randDur(w.rng, 5*time.Second, 10*time.Minute))
+	}
+	if w.rng.IntN(4) == 0 {
+		ep.MaxAttempts = 1 + w.rng.IntN(5)
+	}
+	if h.old {
+		w.res.Faults["build.old_enqueue"]++
+	}
+	p := w.newProc("enqueue", h)
+	res, err := h.eng.Enqueue(p.ctx(), ep)
+	what := fmt.Sprintf("enqueue %s %s/%s lane=%s/%s subj=%s key=%q propose=%v resend=%v", t.name, t.kind, t.variant, t.ws, t.lane, t.subj, t.ikey, t.propose, resend)
+	if err != nil {
+		w.tracef(p, "%s: error %s", what, shortErr(err))
+		return
+	}
+	id := res.Action.ID
+	w.tracef(p, "%s: %s existing=%v", what, id, res.Existing)
+	t.acked = true
+	if res.Existing {
+		known := false
+		for _, x := range t.ids {
+			known = known || x == id
+		}
+		if !resend || !known {
+			w.violate("idempotency", append([]string{id}, t.ids...), "enqueue of %s answered existing action %s, which is not its own", t.name, id)
+		}
+		return
+	}
+	if r := w.rows[id]; r == nil || r.gone != "" || r.tok != t {
+		w.violate("nothing-lost", []string{id}, "acknowledged enqueue of %s (%s) is not in the table", t.name, id)
+	}
+}
+
+// liveRows lists the shadow rows that exist and have not ended, by id.
+func (w *world) liveRows(keep func(r *row) bool) []*row {
+	var out []*row
+	for _, id := range sortedKeys(w.rows) {
+		r := w.rows[id]
+		if r.gone == "" && !state(r.item).Ended() && keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (w *world) admitOrCancel() {
+	rs := w.liveRows(func(r *row) bool {
+		st := state(r.item)
+		return str(r.item, "kind") != kindFuture && (st == outbox.StatePROPOSED || st == outbox.StateADMITTED)
+	})
+	if len(rs) == 0 {
+		return
+	}
+	r := rs[w.rng.IntN(len(rs))]
+	h := w.hosts[w.rng.IntN(3)]
+	p := w.newProc("api", h)
+	var err error
+	op := "cancel"
+	if state(r.item) == outbox.StatePROPOSED && w.rng.IntN(4) > 0 {
+		op = "admit"
+		_, err = h.eng.Admit(p.ctx(), r.id)
+	} else if state(r.item) == outbox.StateADMITTED && w.rng.IntN(3) > 0 {
+		op = "cancel"
+		_, err = h.eng.Cancel(p.ctx(), r.id)
+	} else if state(r.item) == outbox.StatePROPOSED {
+		_, err = h.eng.Cancel(p.ctx(), r.id)
+	} else {
+		return
+	}
+	if err != nil {
+		var te *outbox.TransitionError
+		if errors.As(err, &te) {
+			w.tracef(p, "%s %s: refused (%s)", op, r.id, te.From)
+			return
+		}
+		w.tracef(p, "%s %s: error %s", op, r.id, shortErr(err))
+		return
+	}
+	w.tracef(p, "%s %s", op, r.id)
+}
+
+func (w *world) eraseStep() {
+	ws, subj := workspaces[w.rng.IntN(len(workspaces))], subjects[w.rng.IntN(len(subjects))]
+	h := w.hosts[w.rng.IntN(3)]
+	p := w.newProc("erase", h)
+	p.erasing = [2]string{ws, subj}
+	n, err := h.eng.EraseSubject(p.ctx(), ws, subj)
+	if err != nil {
+		w.tracef(p, "erase %s/%s: %d then error %s", ws, subj, n, shortErr(err))
+		return
+	}
+	w.tracef(p, "erase %s/%s: %d actions", ws, subj, n)
+}
+
+func (w *world) reapStep() {
+	h := w.hosts[w.rng.IntN(len(w.hosts))]
+	w.reap(h)
+}
+
+func (w *world) reap(h *host) {
+	p := w.newProc("reaper", h)
+	res, err := h.eng.Reap(p.ctx())
+	if err != nil {
+		w.tracef(p, "reap: error %s", shortErr(err))
+		return
+	}
+	w.tracef(p, "reap: uncertain %d exhausted %d expired %d", res.Uncertain, res.Exhausted, res.Expired)
+}
+
+func (w *world) retainStep() {
+	h := w.hosts[w.rng.IntN(len(w.hosts))]
+	p := w.newProc("retain", h)
+	res, err := h.eng.Retain(p.ctx())
+	if err != nil {
+		w.tracef(p, "retain: error %s", shortErr(err))
+		return
+	}
+	w.tracef(p, "retain: deleted %d trimmed %d", res.Deleted, res.Trimmed)
+}
+
+func (w *world) ttlStep() {
+	n := w.db.SweepTTL()
+	w.tracef(nil, "TTL sweep deleted %d items", n)
+	w.readFeed(nil)
+}
+
+// quiesce stops every fault, lets the live drainers finish, then runs a
+// bounded number of drainer and reaper periods: every action that is not
+// poisoned must end within them.
+func (w *world) quiesce() {
+	w.step = w.opt.Steps + 1
+	w.faultsOn, w.quiet = false, true
+	w.tracef(nil, "quiesce: faults stop")
+	for len(w.procs) > 0 && !w.stopped {
+		w.stepProc(w.procs[0])
+	}
+	for round := 0; round < quiesceRounds && !w.stopped; round++ {
+		w.advance(w.cfg.Lease + w.cfg.RetryCap + 10*time.Second)
+		for part := 0; part < w.cfg.Partitions && !w.stopped; part++ {
+			p := w.startDrainer(w.hosts[0], part)
+			for !p.done && !w.stopped {
+				w.stepProc(p)
+			}
+		}
+		if !w.stopped {
+			w.reap(w.hosts[0])
+		}
+	}
+	if !w.stopped {
+		w.checkLiveness()
+	}
+}
+
+// quiesceRounds bounds liveness: drainer and reaper periods after faults
+// stop within which every action that is not poisoned must end.
+const quiesceRounds = 6
+
+// checkLiveness requires every live action to be poisoned: of a kind no
+// build knows, a proposal nobody admitted, or queued behind one in its lane.
+func (w *world) checkLiveness() {
+	blocked := map[string]bool{} // lane -> an excused live action holds it
+	excused := map[string]string{}
+	for _, ids := range w.sortedLanes() {
+		for _, id := range ids {
+			r := w.rows[id]
+			if r.gone != "" || state(r.item).Ended() {
+				continue
+			}
+			k := str(r.item, "ws") + "/" + str(r.item, "lane")
+			switch {
+			case str(r.item, "kind") == kindFuture:
+				excused[id], blocked[k] = "unknown kind", true
+			case state(r.item) == outbox.StatePROPOSED:
+				excused[id], blocked[k] = "proposed", true
+			case blocked[k]:
+				excused[id] = "behind a poisoned action"
+			}
+		}
+	}
+	for _, r := range w.liveRows(func(*row) bool { return true }) {
+		if excused[r.id] != "" {
+			continue
+		}
+		if str(r.item, "kind") == kindFuture || state(r.item) == outbox.StatePROPOSED {
+			continue
+		}
+		w.violate("liveness", []string{r.id}, "%s still %s after faults stopped and %d drainer and reaper periods", r.id, state(r.item), quiesceRounds)
+		return
+	}
+}
+
+func (w *world) sortedLanes() [][]string {
+	var out [][]string
+	for _, k := range sortedKeys(w.lanes) {
+		out = append(out, w.lanes[k])
+	}
+	return out
+}
+
+// finalChecks compares the shadow kept from the change feed with the table.
+func (w *world) finalChecks() {
+	w.checking = true
+	defer func() { w.checking = false }()
+	seen := map[string]bool{}
+	var start map[string]types.AttributeValue
+	for {
+		out, err := w.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(w.cfg.Table), ExclusiveStartKey: start})
+		if err != nil {
+			panic(fmt.Sprintf("sim: final scan: %v", err))
+		}
+		for _, it := range out.Items {
+			if s := str(it, "sk"); len(s) > 2 && s[:2] == "A#" {
+				seen[str(it, "id")] = true
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	for _, id := range sortedKeys(w.rows) {
+		if exists := w.rows[id].gone == ""; exists != seen[id] {
+			w.violate("model", []string{id}, "the change feed says %s exists=%v, the table says %v", id, exists, seen[id])
+			return
+		}
+	}
+	for _, id := range sortedKeys(seen) {
+		if w.rows[id] == nil {
+			w.violate("model", []string{id}, "%s is in the table but never in the change feed", id)
+			return
+		}
+	}
+}
+
+// tally counts actions by how they ended.
+func (w *world) tally() {
+	for _, r := range w.rows {
+		switch {
+		case r.gone != "":
+			w.res.Actions[r.gone]++
+		case state(r.item).Ended():
+			w.res.Actions[string(state(r.item))]++
+		default:
+			w.res.Actions["live "+string(state(r.item))]++
+		}
+	}
+}

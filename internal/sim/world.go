@@ -1,0 +1,340 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// Broken selects deliberately broken variants of the engine or its
+// surroundings, to prove that each checker catches its violation. Zero is
+// the real engine.
+type Broken uint32
+
+// The broken variants.
+const (
+	// BreakEpochCondition strips the epoch and owner guard from the holder's
+	// writes (write fence, outcome, release, lease renewal).
+	BreakEpochCondition Broken = 1 << iota
+	// BreakPredecessorCheck strips the lane predecessor ConditionCheck from
+	// claims and hides predecessors from the claim's pre-read.
+	BreakPredecessorCheck
+	// BreakClaimFence strips the claim fence: FenceTake always succeeds and
+	// claims do not check the fence version.
+	BreakClaimFence
+	// BreakProviderTwice makes the at-most-once provider stub deliver every
+	// call twice.
+	BreakProviderTwice
+	// BreakKeepPayload keeps the payload of ended actions.
+	BreakKeepPayload
+	// BreakDropPut acknowledges a keyless, laneless enqueue without writing it.
+	BreakDropPut
+	// BreakOldBuildKnowsAll gives the older build every kind and variant while
+	// the checkers still take it for the older build.
+	BreakOldBuildKnowsAll
+	// BreakReaperBlind hides the due index from the reaper.
+	BreakReaperBlind
+	// BreakWriteMargin strips the write margin from the write fence.
+	BreakWriteMargin
+	// BreakIdemResend makes the idempotent adapter answer Retry after its
+	// receiver accepted the call.
+	BreakIdemResend
+)
+
+// Options describes one run.
+type Options struct {
+	Seed   uint64
+	Steps  int
+	Broken Broken
+}
+
+// Violation is one broken invariant.
+type Violation struct {
+	Check string // which checker: "nothing-lost", "at-most-once", ...
+	Step  int
+	Msg   string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("step %d: %s: %s", v.Step, v.Check, v.Msg) }
+
+// Result is what one run did and found.
+type Result struct {
+	Seed       uint64
+	Steps      int
+	Trace      []byte         // the readable trace (steps, faults, states)
+	Violations []Violation    // empty when every invariant held
+	Faults     map[string]int // faults injected, by class
+	Actions    map[string]int // actions by end state
+	Ops        map[string]int // steps by kind
+}
+
+// Failed reports whether an invariant broke.
+func (r *Result) Failed() bool { return len(r.Violations) > 0 }
+
+// Replay is the command that replays the run.
+func (r *Result) Replay() string {
+	return fmt.Sprintf("make sim SEED=%d STEPS=%d   (or: go test ./internal/sim -run TestSeed -seed=%d -steps=%d)", r.Seed, r.Steps, r.Seed, r.Steps)
+}
+
+// simConfig is the engine configuration of every run: small numbers so that
+// leases lapse, partitions collide and seq blocks run out within a few
+// hundred steps.
+var simConfig = outbox.Config{
+	Table:       "ferry",
+	Partitions:  3,
+	Lease:       60 * time.Second,
+	WriteMargin: 20 * time.Second,
+	RetryBase:   time.Second,
+	RetryCap:    30 * time.Second,
+	BatchSize:   4,
+	MaxAttempts: 4,
+	Retention:   time.Hour,
+	RowCap:      60,
+	ClockSkew:   2 * time.Second,
+	StuckAfter:  5 * time.Minute,
+	SeqBlock:    4,
+}
+
+var epoch0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// host is one deployed build on one machine: an engine with its registry
+// and its own (skewed) view of the clock.
+type host struct {
+	name string
+	old  bool // the older build
+	skew time.Duration
+	clk  clock.Offset
+	eng  *outbox.Engine
+	reg  *outbox.Registry
+}
+
+func (h *host) now() time.Time { return h.clk.Now() }
+
+// decodes reports whether this build may touch a row of kind and variant,
+// as the checkers see it (the older build does not know kindAMO nor the
+// idempotent kind's second variant; no build knows kindFuture).
+func (h *host) decodes(kind, variant string) bool {
+	switch kind {
+	case kindRB:
+		return true
+	case kindIdem:
+		return !h.old || variant == "v1"
+	case kindAMO:
+		return !h.old
+	}
+	return false
+}
+
+type rates struct {
+	failBefore, failAfter, throttle, conflict, delay float64
+	maxDelay                                         time.Duration
+	kill, hang                                       float64
+}
+
+// world is one run.
+type world struct {
+	opt      Options
+	cfg      outbox.Config
+	rng      *rand.Rand
+	clk      *clock.Manual
+	db       *ddblocal.DB
+	wrap     *simDB
+	hosts    []*host // hosts[0..2] new build, hosts[3] older build
+	future   *host   // a newer build that enqueues kindFuture only
+	procs    []*proc // live drainers
+	nproc    int
+	step     int
+	faultsOn bool
+	quiet    bool // quiesce phase: providers answer Done
+	rt       rates
+	maxLag   time.Duration
+	ttlDelay time.Duration
+	cur      *proc // the process whose DynamoDB call is running
+	checking bool  // the checkers are reading: no faults
+	feedSeq  uint64
+	stopped  bool // a violation was found
+
+	trace bytes.Buffer
+	res   *Result
+
+	tokens map[string]*token
+	ntok   int
+	rows   map[string]*row     // action id -> shadow
+	lanes  map[string][]string // "ws/lane" -> action ids in insert order
+	fences map[int]fenceState
+	calls  []*callRec // provider calls still in flight
+}
+
+type fenceState struct {
+	cv    int64
+	owner string
+}
+
+// token is the simulator's name for one enqueue request: it is in the
+// payload ("t") and, when the request has one, the idempotency key.
+type token struct {
+	name                                string
+	kind, variant, ws, lane, subj, ikey string
+	propose                             bool
+	acked                               bool
+	ids                                 []string // actions created for it (a second only after the first is gone)
+	execs                               int
+	accepted                            []*callRec
+	firstKey                            string
+	effectRef                           string // read-back kind: the provider holds the effect
+	maybeSent                           bool   // at-most-once kind: a call may have delivered
+}
+
+// row is the shadow of one action row, kept from the change feed.
+type row struct {
+	id    string
+	item  ddblocal.Item
+	tok   *token
+	gone  string // why it went ("" while it exists)
+	hist  []string
+	ended int
+}
+
+// callRec is one provider call.
+type callRec struct {
+	tok      *token
+	p        *proc
+	id       string
+	start    time.Time
+	deadline time.Time
+	accepted bool
+	inflight bool
+	flagged  string // the injected ambiguity that excuses a later duplicate
+}
+
+func newWorld(opt Options) *world {
+	w := &world{
+		opt:    opt,
+		cfg:    simConfig.WithDefaults(),
+		rng:    rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5deece66d)),
+		clk:    clock.NewManual(epoch0),
+		tokens: map[string]*token{},
+		rows:   map[string]*row{},
+		lanes:  map[string][]string{},
+		fences: map[int]fenceState{},
+		res: &Result{Seed: opt.Seed, Steps: opt.Steps, Faults: map[string]int{}, Actions: map[string]int{},
+			Ops: map[string]int{}},
+	}
+	// The seed draws how hostile this run is.
+	r := w.rng
+	level := r.Float64()
+	w.rt = rates{
+		failBefore: level * 0.03 * r.Float64(),
+		failAfter:  level * 0.03 * r.Float64(),
+		throttle:   level * 0.03 * r.Float64(),
+		conflict:   level * 0.03 * r.Float64(),
+		delay:      level * 0.08 * r.Float64(),
+		maxDelay:   time.Duration(1+r.IntN(30)) * time.Second,
+		kill:       0.3 + r.Float64(),
+		hang:       level * 0.1,
+	}
+	w.maxLag = time.Duration(r.IntN(5001)) * time.Millisecond
+	w.ttlDelay = time.Duration(r.IntN(4)) * 24 * time.Hour
+	w.db = ddblocal.New(
+		ddblocal.WithClock(w.clk),
+		ddblocal.WithFaults(ddblocal.FaultPlanFunc(w.decide)),
+		ddblocal.WithSleeper(func(_ context.Context, d time.Duration) error { w.clk.Advance(d); return nil }),
+		ddblocal.WithIndexLag(w.indexLag),
+		ddblocal.WithTTLDelay(w.ttlDelay),
+		ddblocal.WithChangeRetention(100*365*24*time.Hour),
+	)
+	w.wrap = &simDB{w: w, db: w.db}
+	names := []string{"new1", "new2", "new3", "old1"}
+	for i, n := range names {
+		skew := time.Duration(r.Int64N(int64(w.cfg.ClockSkew)+1)) - w.cfg.ClockSkew/2
+		h := &host{name: n, old: i == 3, skew: skew, clk: clock.Offset{Base: w.clk, Skew: skew}}
+		h.reg = w.registry(h.old && opt.Broken&BreakOldBuildKnowsAll == 0, false)
+		w.hosts = append(w.hosts, h)
+	}
+	w.future = &host{name: "next", clk: clock.Offset{Base: w.clk}, reg: w.registry(false, true)}
+	for i, h := range append(append([]*host(nil), w.hosts...), w.future) {
+		eng, err := outbox.New(w.wrap, h.clk, h.reg, w.cfg,
+			outbox.WithRand(rand.New(rand.NewPCG(opt.Seed+uint64(i)+1, 77))))
+		if err != nil {
+			panic(fmt.Sprintf("sim: engine: %v", err))
+		}
+		h.eng = eng
+	}
+	w.tracef(nil, "seed %d steps %d broken %#x: faults before=%.3f after=%.3f throttle=%.3f conflict=%.3f delay=%.3f(max %s) hang=%.3f; index lag <= %s; TTL %s late; skews %s %s %s %s",
+		opt.Seed, opt.Steps, uint32(opt.Broken), w.rt.failBefore, w.rt.failAfter, w.rt.throttle, w.rt.conflict, w.rt.delay, w.rt.maxDelay, w.rt.hang,
+		w.maxLag, w.ttlDelay, w.hosts[0].skew, w.hosts[1].skew, w.hosts[2].skew, w.hosts[3].skew)
+	return w
+}
+
+func (w *world) indexLag(string, string) time.Duration {
+	if w.maxLag <= 0 {
+		return 0
+	}
+	return time.Duration(w.rng.Int64N(int64(w.maxLag) + 1))
+}
+
+// tracef appends one line to the trace: step, time since the start, actor.
+func (w *world) tracef(p *proc, format string, args ...any) {
+	who := "sim"
+	if p != nil {
+		who = p.name
+	}
+	fmt.Fprintf(&w.trace, "%04d %10s %-14s ", w.step, fmtDur(w.clk.Now().Sub(epoch0)), who)
+	fmt.Fprintf(&w.trace, format, args...)
+	w.trace.WriteByte('\n')
+}
+
+func fmtDur(d time.Duration) string {
+	ms := d.Milliseconds()
+	return fmt.Sprintf("+%d:%02d:%02d.%03d", ms/3600000, ms/60000%60, ms/1000%60, ms%1000)
+}
+
+// violate records a broken invariant and stops the run.
+func (w *world) violate(check string, ids []string, format string, args ...any) {
+	v := Violation{Check: check, Step: w.step, Msg: fmt.Sprintf(format, args...)}
+	w.res.Violations = append(w.res.Violations, v)
+	w.tracef(nil, "VIOLATION %s: %s", check, v.Msg)
+	for _, id := range ids {
+		w.dumpRow(id)
+	}
+	w.stopped = true
+}
+
+func (w *world) dumpRow(id string) {
+	r := w.rows[id]
+	if r == nil {
+		fmt.Fprintf(&w.trace, "     action %s: never seen\n", id)
+		return
+	}
+	tn := "?"
+	if r.tok != nil {
+		tn = r.tok.name + " " + r.tok.kind + "/" + r.tok.variant + " lane=" + r.tok.ws + "/" + r.tok.lane + " subj=" + r.tok.subj
+		fmt.Fprintf(&w.trace, "     action %s (%s) provider calls=%d accepted=%d\n", id, tn, r.tok.execs, len(r.tok.accepted))
+	} else {
+		fmt.Fprintf(&w.trace, "     action %s\n", id)
+	}
+	for _, h := range r.hist {
+		fmt.Fprintf(&w.trace, "       %s\n", h)
+	}
+	if r.gone != "" {
+		fmt.Fprintf(&w.trace, "       gone: %s\n", r.gone)
+	} else {
+		fmt.Fprintf(&w.trace, "       now: %s\n", rowState(r.item))
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
