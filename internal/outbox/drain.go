@@ -271,6 +271,9 @@ func (e *Engine) makeDue(ctx context.Context) error {
 				if !ok {
 					continue
 				}
+				if a.State == StateADMITTED {
+					a.NextAttemptAt = dueTime(it)
+				}
 				var upd string
 				c := condState(a.State, a.Epoch)
 				c.vals[":now"] = avMs(now)

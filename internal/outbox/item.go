@@ -251,3 +251,18 @@ func decodeAction(it map[string]types.AttributeValue) (Action, bool) {
 func expiredByTTL(it map[string]types.AttributeValue, now time.Time) bool {
 	return has(it, attrTTL) && getN(it, attrTTL) < now.Unix()
 }
+
+// dueTime reads the due time a row has in the due index from its sort key,
+// so that decisions do not depend on which attributes the index projects.
+func dueTime(it map[string]types.AttributeValue) time.Time {
+	sk := getS(it, attrDueSK)
+	ms, _, ok := strings.Cut(sk, "#")
+	if !ok {
+		return time.Time{}
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}

@@ -64,6 +64,9 @@ func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (Par
 		}
 		for _, it := range q.Items {
 			if a, ok := decodeAction(it); ok {
+				if a.State == StateADMITTED {
+					a.NextAttemptAt = dueTime(it)
+				}
 				rows = append(rows, a)
 				inIndex[a.Seq] = true
 			}
@@ -103,9 +106,7 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 	switch a.State {
 	case StateEXECUTING:
 		if a.LeaseExpiresAt.After(now) {
-			if a.Owner != "" {
-				g.ClaimedDepth++
-			}
+			g.ClaimedDepth++
 			return nil
 		}
 		// The due index does not carry the write fence: read the row.
