@@ -126,6 +126,7 @@ func (b *testBundle) do(t *testing.T, method, path, token, body string) answer {
 	// Every answer a test sees must be one the OpenAPI document lists.
 	if rt, ok := routeFor(b.h, r); ok {
 		require.Contains(t, documentedStatuses(rt), w.Code, "%s %s answered an undocumented status", rt.Method, rt.Path)
+		requireMatchesSchema(t, rt, w.Code, w.Body.Bytes())
 	}
 	require.Equal(t, "application/json", w.Header().Get("Content-Type"))
 	require.True(t, json.Valid(w.Body.Bytes()), "body: %s", w.Body.String())
@@ -278,6 +279,7 @@ func refusals() []refusal {
 		{"MaxAttemptsHuge", P, A, tokA, `{"kind":"webhook","max_attempts":1e400,"payload":{"url":"https://e.com"}}`, 400, CodeInvalidField, "max_attempts"},
 		{"ExpiresAtNotTime", P, A, tokA, `{"kind":"webhook","expires_at":"tomorrow","payload":{"url":"https://e.com"}}`, 400, CodeInvalidField, "expires_at"},
 		{"ExpiresAtNoZone", P, A, tokA, `{"kind":"webhook","expires_at":"2026-12-01T00:00:00","payload":{"url":"https://e.com"}}`, 400, CodeInvalidField, "expires_at"},
+		{"ExpiresAtOneDigitHour", P, A, tokA, `{"kind":"webhook","expires_at":"2030-01-01T0:00:00Z","payload":{"url":"https://e.com"}}`, 400, CodeInvalidField, "expires_at"},
 		{"ExpiresAtPast", P, A, tokA, `{"kind":"webhook","expires_at":"2026-11-29T11:59:59Z","payload":{"url":"https://e.com"}}`, 400, CodeInvalidField, "expires_at"},
 		{"ProposeWrongType", P, A, tokA, `{"kind":"webhook","propose":"yes","payload":{"url":"https://e.com"}}`, 400, CodeInvalidField, "propose"},
 		{"WorkspaceNotPrincipals", P, A, tokA, `{"kind":"webhook","workspace_id":"b","payload":{"url":"https://e.com"}}`, 403, CodeForbidden, "workspace_id"},

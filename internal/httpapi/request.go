@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -142,6 +143,9 @@ func strictUnmarshal(data []byte, v any, prefix string, known ...string) error {
 	return &apiError{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Field: strings.TrimSuffix(prefix, "."), Message: err.Error()}
 }
 
+// rfc3339 is RFC 3339's date-time grammar (upper-case T and Z).
+var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$`)
+
 // enqueueFields are the exact names of an enqueue body's fields.
 var enqueueFields = []string{"kind", "workspace_id", "lane_key", "idempotency_key", "payload", "subject_id", "max_attempts", "expires_at", "propose"}
 
@@ -237,7 +241,9 @@ func decodeEnqueueValue(data []byte, prefix string, lim Limits) (*EnqueueRequest
 	}
 	if w.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339Nano, *w.ExpiresAt)
-		if err != nil {
+		// time.Parse is lenient (a one-digit hour passes); the regexp holds
+		// the text to RFC 3339's grammar.
+		if err != nil || !rfc3339.MatchString(*w.ExpiresAt) {
 			return nil, fieldError(prefix+"expires_at", "must be an RFC 3339 time such as 2026-12-01T00:00:00Z")
 		}
 		t = t.UTC()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,6 +53,10 @@ func TestDecodeEnqueue(t *testing.T) {
 	require.True(t, errors.As(err, &ae))
 	require.Equal(t, 413, ae.Status)
 	require.Equal(t, "payload", ae.Field)
+}
+
+func enqueueSchema(t *testing.T) *jsonschema.Schema {
+	return responseSchemaAt(t, "/components/schemas/EnqueueRequest")
 }
 
 // encodeEnqueue is how a client would send a decoded request back.
@@ -104,6 +109,10 @@ func FuzzDecodeEnqueue(f *testing.F) {
 			return
 		}
 		require.True(t, json.Valid(data))
+		// The OpenAPI document describes everything the decoder accepts.
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		require.NoError(t, err)
+		require.NoError(t, enqueueSchema(t).Validate(doc), "%s", data)
 		out, err := encodeEnqueue(r)
 		require.NoError(t, err)
 		require.True(t, json.Valid(out), "%s", out)
