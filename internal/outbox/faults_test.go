@@ -1,0 +1,176 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/ddblocal"
+)
+
+// lossyDB commits TransactWriteItems calls and then loses the answer of the
+// ones lose selects: the ambiguous write DynamoDB clients must handle.
+type lossyDB struct {
+	DynamoDB
+	mu    sync.Mutex
+	n     int
+	lose  func(n int, in *dynamodb.TransactWriteItemsInput) bool
+	calls []string // tokens seen
+}
+
+var errLost = errors.New("read tcp 127.0.0.1:1: connection reset by peer")
+
+func (l *lossyDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	l.mu.Lock()
+	l.n++
+	n := l.n
+	if in.ClientRequestToken != nil {
+		l.calls = append(l.calls, *in.ClientRequestToken)
+	}
+	l.mu.Unlock()
+	out, err := l.DynamoDB.TransactWriteItems(ctx, in, o...)
+	if err == nil && l.lose != nil && l.lose(n, in) {
+		return nil, errLost
+	}
+	return out, err
+}
+
+type faultBundle struct {
+	clk *clock.Manual
+	db  *ddblocal.DB
+	e   *Engine
+	ran map[string]int
+	mu  *sync.Mutex
+}
+
+type countingAdapter struct {
+	mu  *sync.Mutex
+	ran map[string]int
+}
+
+func (countingAdapter) Spec() KindSpec                         { return KindSpec{Name: "c", Class: AtMostOnce} }
+func (countingAdapter) Validate(string, json.RawMessage) error { return nil }
+func (c countingAdapter) Execute(_ context.Context, att *Attempt) Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ran[att.Action.ID]++
+	return Done("")
+}
+
+func newFaultBundle(t *testing.T, wrap func(DynamoDB) DynamoDB, opts ...ddblocal.Option) *faultBundle {
+	t.Helper()
+	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(append([]ddblocal.Option{ddblocal.WithClock(clk)}, opts...)...)
+	fb := &faultBundle{clk: clk, db: db, ran: map[string]int{}, mu: &sync.Mutex{}}
+	reg := NewRegistry()
+	require.NoError(t, reg.Register(countingAdapter{mu: fb.mu, ran: fb.ran}))
+	e, err := New(wrap(db), clk, reg, Config{Table: "ferry", Partitions: 1})
+	require.NoError(t, err)
+	require.NoError(t, e.EnsureTable(context.Background()))
+	fb.e = e
+	return fb
+}
+
+func TestAmbiguousTransactionsRetryWithTheSameToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var lossy *lossyDB
+	fb := newFaultBundle(t, func(db DynamoDB) DynamoDB {
+		// Lose the first answer of every transaction: the retry with the same
+		// token must be answered as the committed original.
+		seen := map[string]bool{}
+		lossy = &lossyDB{DynamoDB: db, lose: func(_ int, in *dynamodb.TransactWriteItemsInput) bool {
+			tok := *in.ClientRequestToken
+			first := !seen[tok]
+			seen[tok] = true
+			return first
+		}}
+		return lossy
+	})
+	var ids []string
+	for range 3 {
+		r, err := fb.e.Enqueue(ctx, EnqueueParams{Kind: "c", WorkspaceID: "ws", LaneKey: "L", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+		ids = append(ids, r.Action.ID)
+		fb.clk.Advance(time.Millisecond)
+	}
+	r, err := fb.e.Enqueue(ctx, EnqueueParams{Kind: "c", WorkspaceID: "ws", IdempotencyKey: "k", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.False(t, r.Existing, "the lost answer of our own write is not a seen key")
+	ids = append(ids, r.Action.ID)
+	dr, err := fb.e.Sweep(ctx, DrainParams{})
+	require.NoError(t, err)
+	require.Equal(t, 4, dr.Claimed)
+	require.Equal(t, 4, dr.Ended)
+	for _, id := range ids {
+		a, err := fb.e.ActionGet(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, StateDONE, a.State)
+		require.Equal(t, 1, a.Attempt, "claimed once despite the retried transaction")
+		require.Equal(t, 1, fb.ran[id])
+	}
+	// Every transaction was sent twice with one token.
+	count := map[string]int{}
+	for _, tok := range lossy.calls {
+		count[tok]++
+	}
+	for tok, n := range count {
+		require.Equal(t, 2, n, tok)
+	}
+}
+
+func TestAmbiguousClaimIsReadBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	claiming := false
+	fb := newFaultBundle(t, func(db DynamoDB) DynamoDB {
+		// Every answer to the claim transaction is lost: the engine must read
+		// the candidates back to learn what it holds.
+		return &lossyDB{DynamoDB: db, lose: func(int, *dynamodb.TransactWriteItemsInput) bool { return claiming }}
+	})
+	var ids []string
+	for range 3 {
+		r, err := fb.e.Enqueue(ctx, EnqueueParams{Kind: "c", WorkspaceID: "ws", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+		ids = append(ids, r.Action.ID)
+	}
+	v, err := fb.e.FenceTake(ctx, 0, "me", fb.clk.Now().Add(time.Minute))
+	require.NoError(t, err)
+	claiming = true
+	res, err := fb.e.Claim(ctx, 0, ClaimParams{Owner: "me", Version: v, Limit: 10})
+	claiming = false
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Claimed)
+	for _, g := range res.Groups {
+		for _, a := range g {
+			_, err := fb.e.AttemptFinish(ctx, a, Done(""))
+			require.NoError(t, err)
+		}
+	}
+}
+
+func TestStaleIndexOnlyProposes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// The due index lags the table by a second: right after an action ends,
+	// the index still proposes it as ADMITTED.
+	fb := newFaultBundle(t, func(db DynamoDB) DynamoDB { return db }, ddblocal.WithIndexLagDuration(time.Second))
+	r, err := fb.e.Enqueue(ctx, EnqueueParams{Kind: "c", WorkspaceID: "ws", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	fb.clk.Advance(2 * time.Second)
+	dr, err := fb.e.Sweep(ctx, DrainParams{})
+	require.NoError(t, err)
+	require.Equal(t, 1, dr.Ended)
+	dr, err = fb.e.Sweep(ctx, DrainParams{})
+	require.NoError(t, err)
+	require.Zero(t, dr.Claimed, "the stale proposal is refused by the claim's condition")
+	require.Equal(t, 1, dr.Conflicts)
+	require.Equal(t, 1, fb.ran[r.Action.ID], "at most once")
+}
