@@ -95,7 +95,7 @@ func (db *DB) batchGet(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOu
 			size := 0
 			if e, ok := t.get(key); ok {
 				item := e.item()
-				size = sizeOfItem(item)
+				size = int(e.size)
 				items = append(items, projs[name].apply(item))
 			}
 			u.of(t).read += readUnits(size, aws.ToBool(ka.ConsistentRead))
@@ -137,6 +137,7 @@ func (db *DB) batchWrite(in *dynamodb.BatchWriteItemInput) (*dynamodb.BatchWrite
 		t    *table
 		key  []byte
 		item Item // nil for a delete
+		size int
 	}
 	var ops []op
 	for _, name := range sortedKeys(in.RequestItems) {
@@ -153,7 +154,7 @@ func (db *DB) batchWrite(in *dynamodb.BatchWriteItemInput) (*dynamodb.BatchWrite
 				if wr.PutRequest.Item == nil {
 					return nil, validationError("1 validation error detected: Value null at 'requestItems.%s.member.putRequest.item' failed to satisfy constraint: Member must not be null", name)
 				}
-				if o.key, err = t.schema.checkItem(wr.PutRequest.Item); err != nil {
+				if o.key, o.size, err = t.schema.checkItem(wr.PutRequest.Item); err != nil {
 					return nil, err
 				}
 				o.item = wr.PutRequest.Item
@@ -177,17 +178,15 @@ func (db *DB) batchWrite(in *dynamodb.BatchWriteItemInput) (*dynamodb.BatchWrite
 	for _, o := range ops {
 		oldE, exists := o.t.get(o.key)
 		var oldPtr *entry
-		oldSize := 0
 		if exists {
 			oldPtr = &oldE
-			oldSize = sizeOfItem(oldE.item())
 		}
 		if o.item == nil && !exists {
 			u.of(o.t).write += writeUnits(0)
 			continue
 		}
-		w := o.t.commit(db, o.key, oldPtr, o.item, now, false)
-		u.of(o.t).addWrite(writeUnits(max(oldSize, sizeOfItem(o.item))), w, 1)
+		w := o.t.commit(db, o.key, oldPtr, o.item, o.size, now, false)
+		u.of(o.t).addWrite(writeUnits(max(sizeOf(oldPtr), o.size)), w, 1)
 	}
 	return &dynamodb.BatchWriteItemOutput{
 		UnprocessedItems: map[string][]types.WriteRequest{},

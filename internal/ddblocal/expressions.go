@@ -28,26 +28,27 @@ func asValidation(err error) error {
 // checkItem refuses an item DynamoDB would refuse as a whole: invalid
 // values, oversized items, bad keys or index keys. It returns the encoded
 // primary key.
-func (s *tableSchema) checkItem(item Item) ([]byte, error) {
+func (s *tableSchema) checkItem(item Item) ([]byte, int, error) {
 	for name, v := range item {
 		if name == "" {
-			return nil, validationError("One or more parameter values were invalid: An attribute name cannot be empty")
+			return nil, 0, validationError("One or more parameter values were invalid: An attribute name cannot be empty")
 		}
 		if err := expr.ValidateValue(v); err != nil {
-			return nil, asValidation(err)
+			return nil, 0, asValidation(err)
 		}
 	}
 	key, err := s.itemKey(item)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := s.checkIndexKeys(item); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if sizeOfItem(item) > maxItemSize {
-		return nil, validationError(msgItemTooLarge)
+	size := sizeOfItem(item)
+	if size > maxItemSize {
+		return nil, 0, validationError(msgItemTooLarge)
 	}
-	return key, nil
+	return key, size, nil
 }
 
 // exprs holds the parsed expressions of one request.

@@ -78,7 +78,7 @@ func (db *DB) putItem(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error
 	if err != nil {
 		return nil, err
 	}
-	key, err := t.schema.checkItem(in.Item)
+	key, newSize, err := t.schema.checkItem(in.Item)
 	if err != nil {
 		return nil, err
 	}
@@ -93,17 +93,16 @@ func (db *DB) putItem(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error
 	if err != nil {
 		return nil, err
 	}
-	newSize := sizeOfItem(in.Item)
-	if !ok {
-		u.of(t).write += writeUnits(max(sizeOfItem(old), 0))
-		return nil, conditionFailure(old, in.ReturnValuesOnConditionCheckFailure)
-	}
 	var oldPtr *entry
 	if exists {
 		oldPtr = &oldE
 	}
-	w := t.commit(db, key, oldPtr, in.Item, db.clock.Now(), false)
-	u.of(t).addWrite(writeUnits(max(newSize, sizeOfItem(old))), w, 1)
+	if !ok {
+		u.of(t).write += writeUnits(sizeOf(oldPtr))
+		return nil, conditionFailure(old, in.ReturnValuesOnConditionCheckFailure)
+	}
+	w := t.commit(db, key, oldPtr, in.Item, newSize, db.clock.Now(), false)
+	u.of(t).addWrite(writeUnits(max(newSize, sizeOf(oldPtr))), w, 1)
 	out := &dynamodb.PutItemOutput{ConsumedCapacity: u.single(in.ReturnConsumedCapacity)}
 	if in.ReturnValues == types.ReturnValueAllOld && old != nil {
 		out.Attributes = old
@@ -153,7 +152,7 @@ func (db *DB) getItem(in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error
 	size := 0
 	if e, ok := t.get(key); ok {
 		item := e.item()
-		size = sizeOfItem(item)
+		size = int(e.size)
 		out.Item = proj.apply(item)
 	}
 	u.of(t).read += readUnits(size, aws.ToBool(in.ConsistentRead))
@@ -217,13 +216,13 @@ func (db *DB) deleteItem(in *dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutp
 		return nil, err
 	}
 	if !ok {
-		u.of(t).write += writeUnits(sizeOfItem(old))
+		u.of(t).write += writeUnits(int(oldE.size))
 		return nil, conditionFailure(old, in.ReturnValuesOnConditionCheckFailure)
 	}
 	out := &dynamodb.DeleteItemOutput{}
 	if exists {
-		w := t.commit(db, key, &oldE, nil, db.clock.Now(), false)
-		u.of(t).addWrite(writeUnits(sizeOfItem(old)), w, 1)
+		w := t.commit(db, key, &oldE, nil, 0, db.clock.Now(), false)
+		u.of(t).addWrite(writeUnits(int(oldE.size)), w, 1)
 		if in.ReturnValues == types.ReturnValueAllOld {
 			out.Attributes = old
 		}
@@ -296,20 +295,20 @@ func (db *DB) updateItem(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutp
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		u.of(t).write += writeUnits(sizeOfItem(old))
-		return nil, conditionFailure(old, in.ReturnValuesOnConditionCheckFailure)
-	}
-	newItem, touched, err := t.schema.applyUpdate(upd, old, in.Key)
-	if err != nil {
-		return nil, err
-	}
 	var oldPtr *entry
 	if exists {
 		oldPtr = &oldE
 	}
-	w := t.commit(db, key, oldPtr, newItem, db.clock.Now(), false)
-	u.of(t).addWrite(writeUnits(max(sizeOfItem(old), sizeOfItem(newItem))), w, 1)
+	if !ok {
+		u.of(t).write += writeUnits(sizeOf(oldPtr))
+		return nil, conditionFailure(old, in.ReturnValuesOnConditionCheckFailure)
+	}
+	newItem, newSize, touched, err := t.schema.applyUpdate(upd, old, in.Key)
+	if err != nil {
+		return nil, err
+	}
+	w := t.commit(db, key, oldPtr, newItem, newSize, db.clock.Now(), false)
+	u.of(t).addWrite(writeUnits(max(sizeOf(oldPtr), newSize)), w, 1)
 	out := &dynamodb.UpdateItemOutput{ConsumedCapacity: u.single(in.ReturnConsumedCapacity)}
 	out.Attributes = returnedAttributes(in.ReturnValues, old, newItem, touched)
 	return out, nil
@@ -318,31 +317,32 @@ func (db *DB) updateItem(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutp
 // applyUpdate applies upd (nil: nothing) to old (nil: a new item made of the
 // key) and checks the result. It returns the new item and the top-level
 // attributes the update touched.
-func (s *tableSchema) applyUpdate(upd *expr.Update, old Item, key Item) (Item, []string, error) {
+func (s *tableSchema) applyUpdate(upd *expr.Update, old Item, key Item) (Item, int, []string, error) {
 	base := old
 	if base == nil {
 		base = copyItem(key)
 	}
 	if upd == nil {
-		return copyItem(base), nil, nil
+		return base, sizeOfItem(base), nil, nil
 	}
 	touched := upd.TopLevelAttributes()
 	for _, a := range touched {
 		if a == s.keys.hash.name || a == s.keys.rng.name {
-			return nil, nil, validationError("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", a)
+			return nil, 0, nil, validationError("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", a)
 		}
 	}
 	newItem, err := upd.Apply(base)
 	if err != nil {
-		return nil, nil, asValidation(err)
+		return nil, 0, nil, asValidation(err)
 	}
 	if err := s.checkIndexKeys(newItem); err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
-	if sizeOfItem(newItem) > maxItemSize {
-		return nil, nil, validationError("Item size to update has exceeded the maximum allowed size")
+	size := sizeOfItem(newItem)
+	if size > maxItemSize {
+		return nil, 0, nil, validationError("Item size to update has exceeded the maximum allowed size")
 	}
-	return newItem, touched, nil
+	return newItem, size, touched, nil
 }
 
 // returnedAttributes picks what UpdateItem's ReturnValues asks for.

@@ -287,7 +287,7 @@ func (tg target) read(rs readSpec, lo, hi []byte, desc bool, limit int32, keep f
 			}
 		}
 		pg.scanned++
-		pg.bytes += sizeOfItem(item)
+		pg.bytes += int(e.size)
 		ok, err := holds(rs.filter, item)
 		if err != nil {
 			ferr = err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/btree"
 )
 
@@ -12,18 +13,30 @@ import (
 type entry struct {
 	buf  []byte
 	klen uint32
+	size uint32 // DynamoDB's size of the item, computed once at write
 }
 
 func (e entry) key() []byte  { return e.buf[:e.klen] }
 func (e entry) data() []byte { return e.buf[e.klen:] }
 func (e entry) item() Item   { return decodeItem(e.data()) }
 
-func makeEntry(key []byte, item Item) entry {
-	buf := make([]byte, 0, len(key)+64)
+func makeEntry(key []byte, item Item, size int) entry {
+	buf := make([]byte, 0, len(key)+size+size/4+16)
 	buf = append(buf, key...)
 	buf = encodeItem(buf, item)
-	// Trim the spare capacity so a million items do not each carry slack.
-	return entry{buf: buf[:len(buf):len(buf)], klen: uint32(len(key))}
+	// Copy to an exact-size buffer so a million items do not each carry
+	// slack.
+	exact := make([]byte, len(buf))
+	copy(exact, buf)
+	return entry{buf: exact, klen: uint32(len(key)), size: uint32(size)}
+}
+
+// sizeOf is the stored item's size, 0 for no item.
+func sizeOf(e *entry) int {
+	if e == nil {
+		return 0
+	}
+	return int(e.size)
 }
 
 func entryLess(a, b entry) bool { return bytes.Compare(a.key(), b.key()) < 0 }
@@ -53,14 +66,14 @@ type index struct {
 func (ix *index) apply(op pendingIndexOp) {
 	if op.del != nil {
 		if old, ok := ix.tree.Delete(probe(op.del)); ok {
-			ix.sizeBytes -= int64(sizeOfItem(old.item()))
+			ix.sizeBytes -= int64(old.size)
 		}
 	}
 	if op.put != nil {
 		if old, ok := ix.tree.ReplaceOrInsert(*op.put); ok {
-			ix.sizeBytes -= int64(sizeOfItem(old.item()))
+			ix.sizeBytes -= int64(old.size)
 		}
-		ix.sizeBytes += int64(sizeOfItem(op.put.item()))
+		ix.sizeBytes += int64(op.put.size)
 	}
 }
 
@@ -123,24 +136,26 @@ type writeOutcome struct {
 // commit replaces the item at key with newItem (deleting it when newItem is
 // nil) and keeps every index, the TTL order and the change feed exact. The
 // caller has validated everything; commit cannot fail.
-func (t *table) commit(db *DB, key []byte, old *entry, newItem Item, now time.Time, byTTL bool) writeOutcome {
+func (t *table) commit(db *DB, key []byte, old *entry, newItem Item, newSize int, now time.Time, byTTL bool) writeOutcome {
 	var oldItem Item
 	if old != nil {
-		oldItem = old.item()
-		t.sizeBytes -= int64(sizeOfItem(oldItem))
+		if len(t.indexes) > 0 || t.ttlEnabled {
+			oldItem = old.item()
+		}
+		t.sizeBytes -= int64(old.size)
 	}
 	var ne *entry
 	if newItem != nil {
-		e := makeEntry(key, newItem)
+		e := makeEntry(key, newItem, newSize)
 		ne = &e
 		t.items.ReplaceOrInsert(e)
-		t.sizeBytes += int64(sizeOfItem(newItem))
+		t.sizeBytes += int64(newSize)
 	} else if old != nil {
 		t.items.Delete(probe(key))
 	}
 	out := writeOutcome{indexUnits: make([]float64, len(t.indexes))}
 	for i, ix := range t.indexes {
-		out.indexUnits[i] = t.commitIndex(db, ix, key, oldItem, newItem, now)
+		out.indexUnits[i] = t.commitIndex(db, ix, key, oldItem, newItem, newSize, now)
 	}
 	if t.ttlEnabled {
 		t.trackExpiry(key, oldItem, newItem)
@@ -149,7 +164,7 @@ func (t *table) commit(db *DB, key []byte, old *entry, newItem Item, now time.Ti
 	return out
 }
 
-func (t *table) commitIndex(db *DB, ix *index, baseKey []byte, oldItem, newItem Item, now time.Time) float64 {
+func (t *table) commitIndex(db *DB, ix *index, baseKey []byte, oldItem, newItem Item, newSize int, now time.Time) float64 {
 	s := t.schema
 	var oldKey, newKey []byte
 	var inOld, inNew bool
@@ -161,32 +176,40 @@ func (t *table) commitIndex(db *DB, ix *index, baseKey []byte, oldItem, newItem 
 	}
 	var ops []pendingIndexOp
 	units := 0.0
+	project := func(item Item, size int) (Item, int) {
+		if ix.schema.projection == types.ProjectionTypeAll {
+			return item, size
+		}
+		p := ix.schema.project(item, s.keys)
+		return p, sizeOfItem(p)
+	}
 	switch {
 	case !inOld && !inNew:
 		return 0
 	case inOld && !inNew:
 		ops = append(ops, pendingIndexOp{del: oldKey})
-		units = writeUnits(sizeOfItem(ix.schema.project(oldItem, s.keys)))
+		_, sz := project(oldItem, sizeOfItem(oldItem))
+		units = writeUnits(sz)
 	case !inOld && inNew:
-		np := ix.schema.project(newItem, s.keys)
-		e := makeEntry(newKey, np)
+		np, sz := project(newItem, newSize)
+		e := makeEntry(newKey, np, sz)
 		ops = append(ops, pendingIndexOp{put: &e})
-		units = writeUnits(sizeOfItem(np))
+		units = writeUnits(sz)
 	case bytes.Equal(oldKey, newKey):
 		op := ix.schema.project(oldItem, s.keys)
-		np := ix.schema.project(newItem, s.keys)
-		e := makeEntry(newKey, np)
+		np, sz := project(newItem, newSize)
+		e := makeEntry(newKey, np, sz)
 		if bytes.Equal(e.data(), encodeItem(nil, op)) {
 			return 0 // nothing the index keeps changed: no index write
 		}
 		ops = append(ops, pendingIndexOp{put: &e})
-		units = writeUnits(sizeOfItem(np))
+		units = writeUnits(sz)
 	default:
-		op := ix.schema.project(oldItem, s.keys)
-		np := ix.schema.project(newItem, s.keys)
-		e := makeEntry(newKey, np)
+		_, osz := project(oldItem, sizeOfItem(oldItem))
+		np, sz := project(newItem, newSize)
+		e := makeEntry(newKey, np, sz)
 		ops = append(ops, pendingIndexOp{del: oldKey}, pendingIndexOp{put: &e})
-		units = writeUnits(sizeOfItem(op)) + writeUnits(sizeOfItem(np))
+		units = writeUnits(osz) + writeUnits(sz)
 	}
 	lag := time.Duration(0)
 	if ix.schema.global && db.indexLag != nil {

@@ -42,6 +42,7 @@ type txAction struct {
 	key     []byte
 	keyItem Item
 	put     Item
+	putSize int
 	update  *expr.Update
 	cond    *expr.Condition
 	rvFail  types.ReturnValuesOnConditionCheckFailure
@@ -186,11 +187,11 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 		}
 		a.table = t
 		if a.put != nil {
-			if a.key, err = t.schema.checkItem(a.put); err != nil {
+			if a.key, a.putSize, err = t.schema.checkItem(a.put); err != nil {
 				return nil, err
 			}
 			a.keyItem = t.schema.keyItem(a.put)
-			reqBytes += sizeOfItem(a.put)
+			reqBytes += a.putSize
 		} else {
 			if a.key, err = t.schema.keyOf(keys[i]); err != nil {
 				return nil, err
@@ -214,6 +215,7 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 	olds := make([]*entry, len(actions))
 	oldItems := make([]Item, len(actions))
 	news := make([]Item, len(actions))
+	newSizes := make([]int, len(actions))
 	cancelled := false
 	for i, a := range actions {
 		reasons[i] = types.CancellationReason{Code: aws.String(reasonNone)}
@@ -242,30 +244,30 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 		}
 		switch a.kind {
 		case "Put":
-			news[i] = a.put
+			news[i], newSizes[i] = a.put, a.putSize
 		case "Update":
-			ni, _, err := a.table.schema.applyUpdate(a.update, oldItems[i], a.keyItem)
+			ni, size, _, err := a.table.schema.applyUpdate(a.update, oldItems[i], a.keyItem)
 			if err != nil {
 				reasons[i] = types.CancellationReason{Code: aws.String(reasonValidation), Message: aws.String(validationMessage(err))}
 				cancelled = true
 				continue
 			}
-			news[i] = ni
+			news[i], newSizes[i] = ni, size
 		}
 	}
 	if cancelled {
 		// A cancelled transaction still costs the prepare phase of each
 		// action it read.
 		for i, a := range actions {
-			u.of(a.table).write += writeUnits(sizeOfItem(oldItems[i]))
+			u.of(a.table).write += writeUnits(sizeOf(olds[i]))
 		}
 		return nil, txCanceledError(reasons)
 	}
 	for i, a := range actions {
-		units := writeUnits(max(sizeOfItem(oldItems[i]), sizeOfItem(news[i])))
+		units := writeUnits(max(sizeOf(olds[i]), newSizes[i]))
 		switch a.kind {
 		case "ConditionCheck":
-			u.of(a.table).write += 2 * writeUnits(sizeOfItem(oldItems[i]))
+			u.of(a.table).write += 2 * writeUnits(sizeOf(olds[i]))
 			continue
 		case "Delete":
 			if olds[i] == nil {
@@ -273,7 +275,7 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 				continue
 			}
 		}
-		w := a.table.commit(db, a.key, olds[i], news[i], now, false)
+		w := a.table.commit(db, a.key, olds[i], news[i], newSizes[i], now, false)
 		// The base write costs double (prepare and commit); index writes
 		// are propagated once, after the commit.
 		u.of(a.table).addWrite(2*units, w, 1)
@@ -438,7 +440,7 @@ func (db *DB) transactGet(c *call, in *dynamodb.TransactGetItemsInput) (*dynamod
 		size := 0
 		if e, ok := g.t.get(g.key); ok {
 			item := e.item()
-			size = sizeOfItem(item)
+			size = int(e.size)
 			out.Responses[i].Item = projs[i].apply(item)
 		}
 		u.of(g.t).read += 2 * readUnits(size, true)

@@ -104,7 +104,7 @@ func (db *DB) sweepLocked(now time.Time) int {
 			if !ok {
 				continue
 			}
-			t.commit(db, []byte(x.key), &old, nil, now, true)
+			t.commit(db, []byte(x.key), &old, nil, 0, now, true)
 			deleted++
 		}
 	}

@@ -1,0 +1,229 @@
+package ddblocal_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/ddblocal/expr"
+)
+
+// Benchmarks at 10,000 items always, and at 1,000,000 when
+// FERRY_DDBLOCAL_BENCH_1M=1 (building the table takes a while):
+//
+//	FERRY_DDBLOCAL_BENCH_1M=1 go test -run '^$' -bench . -benchmem ./internal/ddblocal/
+
+const (
+	benchTable      = "bench"
+	benchPartitions = 16
+)
+
+func benchSizes() []int {
+	sizes := []int{10_000}
+	if os.Getenv("FERRY_DDBLOCAL_BENCH_1M") == "1" {
+		sizes = append(sizes, 1_000_000)
+	}
+	return sizes
+}
+
+// benchItem is an outbox-like item of about 200 bytes.
+func benchItem(i int) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk":   s(fmt.Sprintf("P#%d", i%benchPartitions)),
+		"sk":   s(fmt.Sprintf("A#%020d", i)),
+		"id":   s(fmt.Sprintf("01J%023d", i)),
+		"kind": s("webhook"),
+		"st":   s("ADMITTED"),
+		"att":  n("0"),
+		"ep":   n("0"),
+		"ca":   n("1767225600000"),
+		"pl":   s(`{"url":"https://example.com/hook","body":{"order":42,"note":"benchmark payload"}}`),
+	}
+}
+
+func newBenchDB(tb testing.TB, items int) *ddblocal.DB {
+	tb.Helper()
+	ctx := context.Background()
+	db := ddblocal.New()
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(benchTable),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: "S"}, {AttributeName: aws.String("sk"), AttributeType: "S"}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i < items; i++ {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(benchTable), Item: benchItem(i)}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return db
+}
+
+var (
+	benchMu  sync.Mutex
+	benchDBs = map[int]*ddblocal.DB{}
+)
+
+// sharedBenchDB builds each size once per process: the 1M table takes
+// seconds to fill.
+func sharedBenchDB(b *testing.B, items int) *ddblocal.DB {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	db, ok := benchDBs[items]
+	if !ok {
+		db = newBenchDB(b, items)
+		benchDBs[items] = db
+	}
+	return db
+}
+
+func reportUnits(b *testing.B, db *ddblocal.DB) {
+	st := db.Capacity(benchTable)
+	b.ReportMetric(st.TotalWriteUnits()/float64(b.N), "WCU/op")
+	b.ReportMetric(st.TotalReadUnits()/float64(b.N), "RCU/op")
+}
+
+func BenchmarkPutItem(b *testing.B) {
+	for _, size := range benchSizes() {
+		b.Run(fmt.Sprintf("items=%d", size), func(b *testing.B) {
+			db := sharedBenchDB(b, size)
+			ctx := context.Background()
+			db.ResetCapacity()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				it := benchItem(size + i)
+				it["sk"] = s(fmt.Sprintf("B#%020d", i)) // new items, left for the other benchmarks to ignore
+				if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(benchTable), Item: it}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportUnits(b, db)
+		})
+	}
+}
+
+func BenchmarkUpdateItemConditional(b *testing.B) {
+	for _, size := range benchSizes() {
+		b.Run(fmt.Sprintf("items=%d", size), func(b *testing.B) {
+			db := sharedBenchDB(b, size)
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(1, 2))
+			db.ResetCapacity()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				j := rng.IntN(size)
+				_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName:                 aws.String(benchTable),
+					Key:                       map[string]types.AttributeValue{"pk": s(fmt.Sprintf("P#%d", j%benchPartitions)), "sk": s(fmt.Sprintf("A#%020d", j))},
+					UpdateExpression:          aws.String("SET att = att + :one, ep = ep + :one"),
+					ConditionExpression:       aws.String("attribute_exists(pk) AND st = :st"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":one": n("1"), ":st": s("ADMITTED")},
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportUnits(b, db)
+		})
+	}
+}
+
+func BenchmarkTransactWriteItems10(b *testing.B) {
+	for _, size := range benchSizes() {
+		b.Run(fmt.Sprintf("items=%d", size), func(b *testing.B) {
+			db := sharedBenchDB(b, size)
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(3, 4))
+			db.ResetCapacity()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := rng.IntN(size/benchPartitions-10) * benchPartitions
+				items := make([]types.TransactWriteItem, 10)
+				for k := range items {
+					j := start + k*benchPartitions // ten consecutive actions of one partition
+					items[k] = types.TransactWriteItem{Update: &types.Update{
+						TableName:                 aws.String(benchTable),
+						Key:                       map[string]types.AttributeValue{"pk": s(fmt.Sprintf("P#%d", j%benchPartitions)), "sk": s(fmt.Sprintf("A#%020d", j))},
+						UpdateExpression:          aws.String("SET ep = ep + :one"),
+						ConditionExpression:       aws.String("st = :st"),
+						ExpressionAttributeValues: map[string]types.AttributeValue{":one": n("1"), ":st": s("ADMITTED")},
+					}}
+				}
+				if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportUnits(b, db)
+		})
+	}
+}
+
+func BenchmarkQueryLimit10(b *testing.B) {
+	for _, size := range benchSizes() {
+		b.Run(fmt.Sprintf("items=%d", size), func(b *testing.B) {
+			db := sharedBenchDB(b, size)
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(5, 6))
+			db.ResetCapacity()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				j := rng.IntN(size)
+				out, err := db.Query(ctx, &dynamodb.QueryInput{
+					TableName:                 aws.String(benchTable),
+					KeyConditionExpression:    aws.String("pk = :p AND sk >= :from"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":p": s(fmt.Sprintf("P#%d", j%benchPartitions)), ":from": s(fmt.Sprintf("A#%020d", j))},
+					Limit:                     aws.Int32(10),
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(out.Items) == 0 {
+					b.Fatal("empty page")
+				}
+			}
+			b.StopTimer()
+			reportUnits(b, db)
+		})
+	}
+}
+
+// BenchmarkMemoryPerItem fills a fresh engine and reports the heap it holds
+// per item, against DynamoDB's size of the item ("raw" bytes).
+func BenchmarkMemoryPerItem(b *testing.B) {
+	for _, size := range benchSizes() {
+		b.Run(fmt.Sprintf("items=%d", size), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				db := newBenchDB(b, size)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				raw := 0
+				for k := 0; k < 1000; k++ {
+					raw += expr.ItemSize(benchItem(k * (size / 1000)))
+				}
+				perItem := float64(after.HeapAlloc-before.HeapAlloc) / float64(size)
+				b.ReportMetric(perItem, "heapB/item")
+				b.ReportMetric(float64(raw)/1000, "rawB/item")
+				b.ReportMetric(perItem/(float64(raw)/1000), "x_raw")
+				runtime.KeepAlive(db)
+			}
+		})
+	}
+}
