@@ -149,9 +149,19 @@ func (e *Engine) runGroups(ctx context.Context, groups [][]Action, p DrainParams
 }
 
 func (e *Engine) runGroup(ctx context.Context, g []Action, p DrainParams, res *DrainResult) error {
-	for i := range g {
+	for i := 0; i < len(g); i++ {
 		if ctx.Err() != nil || e.nearDeadline(p) {
 			return e.releaseRest(ctx, g[i:], res)
+		}
+		// The members waiting behind this one keep valid leases: renew those
+		// that could run out during this attempt. One we can no longer renew
+		// is lost to us, and so is the lane behind it (released).
+		if lost := e.renewWaiting(ctx, g[i+1:]); lost >= 0 {
+			cut := i + 1 + lost
+			if err := e.releaseRest(ctx, g[cut+1:], res); err != nil {
+				return err
+			}
+			g = g[:cut]
 		}
 		rep, err := e.runAttempt(ctx, g[i])
 		if rep.Started {
@@ -169,6 +179,22 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, p DrainParams, res *D
 		}
 	}
 	return nil
+}
+
+// renewWaiting renews the leases of waiting lane members that have less than
+// one attempt's worth (twice the write margin plus the skew bound) left. It
+// returns the index of the first member it could not renew, or -1.
+func (e *Engine) renewWaiting(ctx context.Context, waiting []Action) int {
+	now := e.clk.Now()
+	for j := range waiting {
+		if waiting[j].LeaseExpiresAt.Sub(now) >= 2*e.cfg.WriteMargin+e.cfg.ClockSkew {
+			continue
+		}
+		if err := e.leaseRenew(ctx, &waiting[j]); err != nil {
+			return j
+		}
+	}
+	return -1
 }
 
 func (e *Engine) releaseRest(ctx context.Context, rest []Action, res *DrainResult) error {

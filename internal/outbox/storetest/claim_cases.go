@@ -146,6 +146,33 @@ var _ = register("WaitingLaneMemberLeaseRenewedBeforeItRuns", func(ctx context.C
 	require.Equal(t, 1, tb.rec.Execs(second.ID))
 })
 
+var _ = register("WaitingLaneMembersKeepValidLeases", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	var lane []string
+	for range 3 {
+		lane = append(lane, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"}).ID)
+	}
+	// Each of the first two provider calls takes 3 of the lease's 5 minutes:
+	// the third member's claim would run out before its turn unless renewed
+	// while it waits.
+	tb.rec.OnExecute = func(att *outbox.Attempt) {
+		if att.Action.ID != lane[2] {
+			tb.b.Clock.Advance(3 * time.Minute)
+			return
+		}
+		// At its turn, its lease is still valid.
+		got := tb.get(t, lane[2])
+		require.True(t, got.LeaseExpiresAt.After(tb.b.Clock.Now()))
+	}
+	r := tb.drain(t)
+	require.Equal(t, 3, r.Ended)
+	for _, id := range lane {
+		got := tb.get(t, id)
+		require.Equal(t, outbox.StateDONE, got.State)
+		require.Equal(t, 1, got.Attempt)
+	}
+})
+
 var _ = register("StaleClaimFenceRefused", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
 	tb.enqueue(t, outbox.EnqueueParams{})
