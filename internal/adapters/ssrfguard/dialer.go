@@ -110,8 +110,10 @@ func (d *Dialer) resolve(ctx context.Context, network, host string) ([]netip.Add
 	}
 	// Resolvers may hand IPv4 answers back in IPv4-mapped form; dial and
 	// check them as the IPv4 addresses they are.
+	// Copied, not changed in place: the slice belongs to the resolver.
+	out := make([]netip.Addr, len(addrs))
 	for i, a := range addrs {
-		addrs[i] = a.Unmap()
+		out[i] = a.Unmap()
 	}
-	return addrs, nil
+	return out, nil
 }
