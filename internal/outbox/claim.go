@@ -211,9 +211,12 @@ func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate) (liv
 	var keys []map[string]types.AttributeValue
 	reclaim := map[int64]candidate{}
 	seen := map[int64]bool{}
+	preds := map[int64]bool{}       // lane predecessors of group heads
+	endedPreds := map[int64]int64{} // ended predecessor -> its own predecessor
 	for _, g := range groups {
 		if prev := g[0].a.PrevSeq; prev != 0 && !seen[prev] {
 			seen[prev] = true
+			preds[prev] = true
 			keys = append(keys, actionKey(p, prev))
 		}
 		for _, c := range g {
@@ -230,8 +233,8 @@ func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate) (liv
 		out, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {
 				Keys: keys[:n], ConsistentRead: aws.Bool(true),
-				ProjectionExpression:     aws.String("sk, #st, #ttl, #wsa, #xa"),
-				ExpressionAttributeNames: map[string]string{"#st": attrState, "#ttl": attrTTL, "#wsa": attrWrite, "#xa": attrExpires},
+				ProjectionExpression:     aws.String("sk, #st, #ttl, #wsa, #xa, #prev"),
+				ExpressionAttributeNames: map[string]string{"#st": attrState, "#ttl": attrTTL, "#wsa": attrWrite, "#xa": attrExpires, "#prev": attrPrev},
 			}},
 		})
 		if err != nil {
@@ -249,12 +252,22 @@ func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate) (liv
 			}
 			if st := State(getS(it, attrState)); !st.Ended() && !expiredByTTL(it, now) {
 				live[seq] = true
+			} else if pv := getN(it, attrPrev); preds[seq] && pv != 0 {
+				endedPreds[seq] = pv
 			}
 		}
 		keys = keys[n:]
 		if un, ok := out.UnprocessedKeys[e.cfg.Table]; ok && len(un.Keys) > 0 {
 			keys = append(keys, un.Keys...)
 		}
+	}
+	// An ended predecessor may have ended out of order: look further back.
+	more, err := e.ancestorsLive(ctx, p, endedPreds)
+	if err != nil {
+		return nil, nil, err
+	}
+	for seq := range more {
+		live[seq] = true
 	}
 	return live, skip, nil
 }
