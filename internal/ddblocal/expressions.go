@@ -57,9 +57,15 @@ type exprs struct {
 }
 
 func newExprs(names map[string]string, values map[string]types.AttributeValue) (*exprs, error) {
-	for k, v := range values {
-		if err := expr.ValidateValue(v); err != nil {
-			return nil, validationError("ExpressionAttributeValues contains invalid value: %s for key %s", asValidation(err).Error(), k)
+	if names != nil && len(names) == 0 {
+		return nil, validationError("ExpressionAttributeNames must not be empty")
+	}
+	if values != nil && len(values) == 0 {
+		return nil, validationError("ExpressionAttributeValues must not be empty")
+	}
+	for _, k := range sortedKeys(values) {
+		if err := expr.ValidateValue(values[k]); err != nil {
+			return nil, validationError("ExpressionAttributeValues contains invalid value: %s for key %s", validationMessage(asValidation(err)), k)
 		}
 	}
 	return &exprs{usage: expr.NewUsage(names, values)}, nil
