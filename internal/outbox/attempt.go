@@ -194,7 +194,7 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		return false, false, nil
 	}
 	if d.To.Ended() {
-		_, err := e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: condHeld(a.Epoch, a.Owner), Result: res})
+		_, err := e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: condHeld(a.Epoch, a.Owner), Result: res, InOrder: true})
 		if err != nil {
 			if isCondFailed(err) {
 				e.obs.FenceRefused(a)

@@ -202,15 +202,14 @@ func selectGroups(cands []candidate, limit int) [][]candidate {
 
 // prefetch reads, with one consistent BatchGetItem, the predecessors of
 // group heads (outside the batch) and the reclaim candidates (EXECUTING, lease
-// over). It returns the predecessors still live (their lanes are blocked) and
-// the reclaim candidates that must not be taken: an at-most-once action whose
+// over), skipping rows in seen. It adds to live the predecessors still live
+// (their lanes are blocked) and to skip the reclaim candidates that must not
+// be taken: an at-most-once action whose
 // write started, or one that expired before any write. Leaving them out
 // before the transaction spares a refused transaction.
-func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate) (live, skip map[int64]bool, err error) {
-	live, skip = map[int64]bool{}, map[int64]bool{}
+func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate, seen, live, skip map[int64]bool) error {
 	var keys []map[string]types.AttributeValue
 	reclaim := map[int64]candidate{}
-	seen := map[int64]bool{}
 	preds := map[int64]bool{}       // lane predecessors of group heads
 	endedPreds := map[int64]int64{} // ended predecessor -> its own predecessor
 	for _, g := range groups {
@@ -238,7 +237,7 @@ func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate) (liv
 			}},
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("error reading lane predecessors of partition %d: %w", p, err)
+			return fmt.Errorf("error reading lane predecessors of partition %d: %w", p, err)
 		}
 		for _, it := range out.Responses[e.cfg.Table] {
 			var seq int64
@@ -264,12 +263,12 @@ func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate) (liv
 	// An ended predecessor may have ended out of order: look further back.
 	more, err := e.ancestorsLive(ctx, p, endedPreds)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	for seq := range more {
 		live[seq] = true
 	}
-	return live, skip, nil
+	return nil
 }
 
 var endedStates = []State{StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED}
@@ -369,24 +368,35 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		}
 	}
 	res := &ClaimResult{}
-	groups := selectGroups(cands, limit)
+	// Select lane groups, learn which are blocked or must not be reclaimed,
+	// and select again without them, so blocked lanes never crowd out
+	// claimable work.
+	var groups [][]candidate
+	fetched, live, skip := map[int64]bool{}, map[int64]bool{}, map[int64]bool{}
 	proposed := 0
-	for _, g := range groups {
-		proposed += len(g)
-	}
-	if len(groups) > 0 {
-		live, skip, err := e.prefetch(ctx, p, groups)
-		if err != nil {
+	for iter := 0; iter < 8; iter++ {
+		groups = selectGroups(cands, limit)
+		if len(groups) == 0 {
+			break
+		}
+		if err := e.prefetch(ctx, p, groups, fetched, live, skip); err != nil {
 			return nil, err
 		}
+		bad := map[int64]bool{}
 		kept := groups[:0]
 		for _, g := range groups {
 			if live[g[0].a.PrevSeq] {
-				continue // its lane is blocked
+				for _, c := range g {
+					bad[c.a.Seq] = true // its lane is blocked
+				}
+				continue
 			}
 			for i, c := range g {
 				if skip[c.a.Seq] {
-					g = g[:i] // it and the lane behind it stay
+					for _, d := range g[i:] {
+						bad[d.a.Seq] = true // it and the lane behind it stay
+					}
+					g = g[:i]
 					break
 				}
 			}
@@ -395,6 +405,19 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 			}
 		}
 		groups = kept
+		if len(bad) == 0 {
+			break
+		}
+		rest := cands[:0:0]
+		for _, c := range cands {
+			if !bad[c.a.Seq] {
+				rest = append(rest, c)
+			}
+		}
+		cands = rest
+	}
+	for _, g := range groups {
+		proposed += len(g)
 	}
 	for round := 0; len(groups) > 0 && round < 6; round++ {
 		items := []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{

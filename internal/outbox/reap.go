@@ -169,7 +169,8 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 	if cur.Epoch != a.Epoch || cur.State != a.State {
 		return nil // moved on since the index proposed it
 	}
-	_, err = e.end(ctx, &cur, endParams{To: to, Reason: reason, Cond: c, Result: Result{Outcome: outcomeOf(to), StopReason: reason}})
+	// An EXECUTING action was claimed in lane order; others may end out of it.
+	_, err = e.end(ctx, &cur, endParams{To: to, Reason: reason, Cond: c, Result: Result{Outcome: outcomeOf(to), StopReason: reason}, InOrder: cur.State == StateEXECUTING})
 	if err != nil {
 		if isCondFailed(err) {
 			return nil

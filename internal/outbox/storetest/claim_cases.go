@@ -52,6 +52,24 @@ var _ = register("StrandedLaneHeadBlocksOnlyItsLane", func(ctx context.Context, 
 	require.Equal(t, outbox.StateADMITTED, tb.get(t, a2.ID).State)
 })
 
+var _ = register("BlockedLanesDoNotCrowdOutClaimableWork", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	// Four lanes whose heads are held elsewhere, each with a due successor
+	// older than the claimable keyless actions.
+	for _, l := range []string{"A", "B", "C", "D"} {
+		tb.enqueue(t, outbox.EnqueueParams{LaneKey: l})
+	}
+	held, _, _ := tb.claim(t, 0, 4)
+	require.Equal(t, 4, held.Claimed)
+	for _, l := range []string{"A", "B", "C", "D"} {
+		tb.enqueue(t, outbox.EnqueueParams{LaneKey: l})
+	}
+	k1 := tb.enqueue(t, outbox.EnqueueParams{})
+	k2 := tb.enqueue(t, outbox.EnqueueParams{})
+	res, _, _ := tb.claim(t, 0, 2)
+	require.Equal(t, [][]string{{k1.ID}, {k2.ID}}, ids(res))
+})
+
 var _ = register("IndependentLanesPassStrandedHead", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
 	// Lane A's head waits for a retry; its successor is due but blocked.
@@ -171,6 +189,32 @@ var _ = register("WaitingLaneMembersKeepValidLeases", func(ctx context.Context, 
 		require.Equal(t, outbox.StateDONE, got.State)
 		require.Equal(t, 1, got.Attempt)
 	}
+})
+
+var _ = register("LaneMemberEndedOutOfOrderStillWaitsForEarlierOnes", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L", ExpiresAt: tb.b.Clock.Now().Add(time.Hour)})
+	d := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	res, _, _ := tb.claim(t, 0, 1)
+	require.Equal(t, [][]string{{a.ID}}, ids(res))
+	_, err := tb.e.Cancel(ctx, b.ID) // ends out of order: a still runs
+	require.NoError(t, err)
+	again, _, _ := tb.claim(t, 0, 10)
+	require.Empty(t, again.Groups, "c and d wait for a")
+	tb.b.Clock.Advance(2 * time.Hour) // c expires; a's lease is over but it was not fenced
+	rr, err := tb.e.Reap(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, rr.Expired)
+	require.Equal(t, outbox.StopExpired, tb.get(t, c.ID).StopReason)
+	// a is reclaimed (its lease ended); d still waits for it.
+	again, _, _ = tb.claim(t, 0, 10)
+	require.Equal(t, [][]string{{a.ID}}, ids(again))
+	_, err = tb.e.AttemptFinish(ctx, again.Groups[0][0], outbox.Done("x"))
+	require.NoError(t, err)
+	again, _, _ = tb.claim(t, 0, 10)
+	require.Equal(t, [][]string{{d.ID}}, ids(again))
 })
 
 var _ = register("StaleClaimFenceRefused", func(ctx context.Context, t *testing.T, nb NewBackend) {
