@@ -370,9 +370,22 @@ func (p *Props) Validate() error {
 	} else if p.WorkspaceClaim != "" {
 		bad("WorkspaceClaim only applies to JWT authorization (set JWTIssuer and JWTAudience)")
 	}
+	principals := make([]string, 0, len(p.IAMWorkspaces))
 	for principal := range p.IAMWorkspaces {
+		principals = append(principals, principal)
+	}
+	slices.Sort(principals)
+	for _, principal := range principals {
 		if !strings.HasPrefix(principal, "arn:") {
 			bad("IAMWorkspaces key %q must be a principal ARN", principal)
+		}
+		if len(p.IAMWorkspaces[principal]) == 0 {
+			bad("IAMWorkspaces[%q] has no workspaces", principal)
+		}
+		for _, ws := range p.IAMWorkspaces[principal] {
+			if ws == "" || strings.ContainsAny(ws, " \t\r\n") {
+				bad("IAMWorkspaces[%q]: workspace %q is empty or has spaces", principal, ws)
+			}
 		}
 	}
 	if p.APIThrottleRate <= 0 || p.APIThrottleBurst <= 0 {
