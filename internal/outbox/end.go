@@ -64,10 +64,6 @@ type endParams struct {
 	Ref    string
 	Cond   cond
 	Result Result
-	// InOrder: the action was claimed, so every earlier member of its lane
-	// had ended; its predecessor link is dropped, and a claim of its
-	// successor need not look further back (see lanewalk.go).
-	InOrder bool
 }
 
 // retentionOf is how long an ended action of a kind is kept.
@@ -112,11 +108,6 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 		vals[":ref"] = avS(p.Ref)
 	}
 	upd := set + " REMOVE #pl, #dpk, #dsk, #own, #lx"
-	if p.InOrder && a.PrevSeq != 0 {
-		upd += ", #prev"
-		names["#prev"] = attrPrev
-		ended.PrevSeq = 0
-	}
 	c := p.Cond.and(cond{names: names, vals: vals})
 
 	var extra []types.TransactWriteItem
@@ -136,7 +127,18 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 		if err != nil {
 			return nil, err
 		}
-		if tail == a.Seq {
+		blocked := false
+		if tail == a.Seq && a.PrevSeq != 0 {
+			// Ending out of order (cancelled, expired) while an earlier
+			// member is live: the tail stays, so the next action of the lane
+			// still waits for that member.
+			m, err := e.ancestorsLive(ctx, a.Partition, map[int64]int64{a.Seq: a.PrevSeq})
+			if err != nil {
+				return nil, err
+			}
+			blocked = m[a.Seq]
+		}
+		if tail == a.Seq && !blocked {
 			tailAt = len(extra) + 1
 			extra = append(extra, types.TransactWriteItem{Delete: &types.Delete{
 				TableName:                 e.table(),

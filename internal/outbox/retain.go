@@ -224,16 +224,30 @@ func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string
 				return n, err
 			}
 			if lane := getS(out.Attributes, attrLane); lane != "" {
-				// Drop the lane tail if it names the erased action; the
-				// lane's successors see a gone predecessor and go on.
+				// When the lane tail names the erased action, it moves back
+				// to the erased action's predecessor (the next action of the
+				// lane must still wait for it), or goes when there is none;
+				// the lane's successors see a gone predecessor and go on.
 				a, _ := decodeAction(out.Attributes)
 				p := a.Partition
-				_, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-					TableName: e.table(), Key: key(partitionPK(p), laneSK(getS(out.Attributes, attrWorkspace), lane)),
-					ConditionExpression:       aws.String("#s = :s"),
-					ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
-					ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq)},
-				})
+				tk := key(partitionPK(p), laneSK(getS(out.Attributes, attrWorkspace), lane))
+				var err error
+				if a.PrevSeq != 0 {
+					_, err = e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+						TableName: e.table(), Key: tk,
+						UpdateExpression:          aws.String("SET #s = :prev"),
+						ConditionExpression:       aws.String("#s = :s"),
+						ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
+						ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq), ":prev": avN(a.PrevSeq)},
+					})
+				} else {
+					_, err = e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+						TableName: e.table(), Key: tk,
+						ConditionExpression:       aws.String("#s = :s"),
+						ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
+						ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq)},
+					})
+				}
 				if err != nil && !isCondFailed(err) {
 					return n, fmt.Errorf("error erasing lane tail: %w", err)
 				}
