@@ -64,6 +64,10 @@ type endParams struct {
 	Ref    string
 	Cond   cond
 	Result Result
+	// InOrder: the action was claimed, so every earlier member of its lane
+	// had ended; its predecessor link is dropped, and a claim of its
+	// successor need not look further back (see lanewalk.go).
+	InOrder bool
 }
 
 // retentionOf is how long an ended action of a kind is kept.
@@ -108,6 +112,11 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 		vals[":ref"] = avS(p.Ref)
 	}
 	upd := set + " REMOVE #pl, #dpk, #dsk, #own, #lx"
+	if p.InOrder && a.PrevSeq != 0 {
+		upd += ", #prev"
+		names["#prev"] = attrPrev
+		ended.PrevSeq = 0
+	}
 	c := p.Cond.and(cond{names: names, vals: vals})
 
 	var extra []types.TransactWriteItem
