@@ -154,12 +154,19 @@ func (db *DB) begin(ctx context.Context, op, tableName string) (*call, error) {
 	switch c.fault.Kind {
 	case FaultFailBefore:
 		return nil, opError(op, c.injectedErr())
-	case FaultThrottle:
-		return nil, opError(op, throughputError())
-	case FaultConflict:
-		if op != "TransactWriteItems" && op != "TransactGetItems" {
+	case FaultThrottle, FaultConflict:
+		// A transaction reports both as a cancellation reason of its first
+		// action (ThrottlingError, TransactionConflict).
+		if op == "TransactWriteItems" || op == "TransactGetItems" {
+			break
+		}
+		if c.fault.Kind == FaultConflict {
 			return nil, opError(op, conflictError())
 		}
+		if c.fault.Err != nil {
+			return nil, opError(op, c.fault.Err)
+		}
+		return nil, opError(op, throughputError())
 	}
 	return c, nil
 }

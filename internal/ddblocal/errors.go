@@ -61,7 +61,7 @@ const (
 	reasonConditionalFailed   = "ConditionalCheckFailed"
 	reasonTransactionConflict = "TransactionConflict"
 	reasonValidation          = "ValidationError"
-	reasonThroughputExceeded  = "ProvisionedThroughputExceeded"
+	reasonThrottling          = "ThrottlingError"
 )
 
 func txCanceledError(reasons []types.CancellationReason) error {

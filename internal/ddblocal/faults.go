@@ -23,7 +23,9 @@ const (
 	// an error: an ambiguous write, as when a response is lost.
 	FaultFailAfter
 	// FaultThrottle refuses the call with a throttling error, changing
-	// nothing.
+	// nothing: ProvisionedThroughputExceededException (or Fault.Err) for a
+	// single call, a cancelled transaction with a ThrottlingError reason for
+	// TransactWriteItems and TransactGetItems.
 	FaultThrottle
 	// FaultConflict refuses the call as if another transaction held its
 	// items: TransactionConflictException for a single-item call, a
@@ -38,7 +40,8 @@ type Fault struct {
 	Kind  FaultKind
 	Delay time.Duration
 	// Err replaces the default error of FaultFailBefore and FaultFailAfter
-	// (an InternalServerError) when set.
+	// (an InternalServerError), and of FaultThrottle outside transactions,
+	// when set.
 	Err error
 }
 

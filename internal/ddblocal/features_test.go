@@ -151,6 +151,14 @@ func TestFaults(t *testing.T) {
 	require.Nil(t, b.get(t, "b", "1"))
 	require.NotNil(t, b.get(t, "a", "1"))
 
+	next = ddblocal.Fault{Kind: ddblocal.FaultThrottle}
+	_, err = b.db.TransactWriteItems(b.ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(tbl), Item: key("b", "1")}},
+	}})
+	require.ErrorAs(t, err, &tce)
+	require.Equal(t, "ThrottlingError", aws.ToString(tce.CancellationReasons[0].Code))
+	require.Nil(t, b.get(t, "b", "1"))
+
 	next = ddblocal.Fault{Kind: ddblocal.FaultConflict}
 	_, err = b.db.UpdateItem(b.ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tbl), Key: key("a", "1"), UpdateExpression: aws.String("SET x = :x"), ExpressionAttributeValues: map[string]types.AttributeValue{":x": n("1")}})
 	var tconf *types.TransactionConflictException

@@ -223,8 +223,8 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 			olds[i] = &e
 			oldItems[i] = e.item()
 		}
-		if c.fault.Kind == FaultConflict && i == 0 {
-			reasons[i] = types.CancellationReason{Code: aws.String(reasonTransactionConflict), Message: aws.String("Transaction is ongoing for the item")}
+		if i == 0 && (c.fault.Kind == FaultConflict || c.fault.Kind == FaultThrottle) {
+			reasons[i] = faultReason(c.fault.Kind)
 			cancelled = true
 			continue
 		}
@@ -427,12 +427,12 @@ func (db *DB) transactGet(c *call, in *dynamodb.TransactGetItemsInput) (*dynamod
 		seen[id] = true
 		gets[i] = got{t, key}
 	}
-	if c.fault.Kind == FaultConflict {
+	if c.fault.Kind == FaultConflict || c.fault.Kind == FaultThrottle {
 		reasons := make([]types.CancellationReason, len(gets))
 		for i := range reasons {
 			reasons[i] = types.CancellationReason{Code: aws.String(reasonNone)}
 		}
-		reasons[0] = types.CancellationReason{Code: aws.String(reasonTransactionConflict), Message: aws.String("Transaction is ongoing for the item")}
+		reasons[0] = faultReason(c.fault.Kind)
 		return nil, txCanceledError(reasons)
 	}
 	out := &dynamodb.TransactGetItemsOutput{Responses: make([]types.ItemResponse, len(gets))}
@@ -447,4 +447,13 @@ func (db *DB) transactGet(c *call, in *dynamodb.TransactGetItemsInput) (*dynamod
 	}
 	out.ConsumedCapacity = u.report(in.ReturnConsumedCapacity)
 	return out, nil
+}
+
+// faultReason is the cancellation reason of an injected conflict or
+// throttle.
+func faultReason(k FaultKind) types.CancellationReason {
+	if k == FaultThrottle {
+		return types.CancellationReason{Code: aws.String(reasonThrottling), Message: aws.String("Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so please try again shortly.")}
+	}
+	return types.CancellationReason{Code: aws.String(reasonTransactionConflict), Message: aws.String("Transaction is ongoing for the item")}
 }
