@@ -48,6 +48,9 @@ func payloadToken(it map[string]types.AttributeValue) string {
 // rowState is a one-line description of an action row.
 func rowState(it map[string]types.AttributeValue) string {
 	s := fmt.Sprintf("%s ep=%d att=%d/%d", str(it, "st"), num(it, "ep"), num(it, "att"), num(it, "max"))
+	if pv := num(it, "prev"); pv != 0 {
+		s += fmt.Sprintf(" prev=%d", pv)
+	}
 	if o := str(it, "own"); o != "" {
 		s += " own=" + o
 	}

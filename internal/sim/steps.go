@@ -163,7 +163,8 @@ var (
 
 func (w *world) newToken(h *host) *token {
 	w.ntok++
-	t := &token{name: fmt.Sprintf("k%d", w.ntok), ws: workspaces[w.rng.IntN(len(workspaces))]}
+	t := &token{name: fmt.Sprintf("k%d", w.ntok), ws: workspaces[w.rng.IntN(len(workspaces))],
+		effectRef: map[string]string{}, maybeSent: map[string]bool{}}
 	switch {
 	case h == w.future:
 		t.kind = kindFuture
@@ -362,7 +363,9 @@ func (w *world) quiesce() {
 	for len(w.procs) > 0 && !w.stopped {
 		w.stepProc(w.procs[0])
 	}
-	for round := 0; round < quiesceRounds && !w.stopped; round++ {
+	idle := 0
+	for round := 0; round < maxQuiesceRounds && idle < 2 && !w.stopped; round++ {
+		before := w.feedSeq
 		w.advance(w.cfg.Lease + w.cfg.RetryCap + 10*time.Second)
 		for part := 0; part < w.cfg.Partitions && !w.stopped; part++ {
 			p := w.startDrainer(w.hosts[0], part)
@@ -373,15 +376,23 @@ func (w *world) quiesce() {
 		if !w.stopped {
 			w.reap(w.hosts[0])
 		}
+		// Rounds that change nothing but fences and seq blocks are idle.
+		if w.actionChangesSince(before) == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+		w.res.Faults["x.quiesce_rounds"]++
 	}
 	if !w.stopped {
 		w.checkLiveness()
 	}
 }
 
-// quiesceRounds bounds liveness: drainer and reaper periods after faults
-// stop within which every action that is not poisoned must end.
-const quiesceRounds = 6
+// maxQuiesceRounds bounds liveness: drainer and reaper periods after faults
+// stop within which every action that is not poisoned must end. The rounds
+// stop early after two rounds that changed no action.
+const maxQuiesceRounds = 40
 
 // checkLiveness requires every live action to be poisoned: of a kind no
 // build knows, a proposal nobody admitted, or queued behind one in its lane.
@@ -412,7 +423,7 @@ func (w *world) checkLiveness() {
 		if str(r.item, "kind") == kindFuture || state(r.item) == outbox.StatePROPOSED {
 			continue
 		}
-		w.violate("liveness", []string{r.id}, "%s still %s after faults stopped and %d drainer and reaper periods", r.id, state(r.item), quiesceRounds)
+		w.violate("liveness", []string{r.id}, "%s still %s after faults stopped and the drainer and reaper periods settled", r.id, state(r.item))
 		return
 	}
 }
@@ -472,4 +483,14 @@ func (w *world) tally() {
 			w.res.Actions["live "+string(state(r.item))]++
 		}
 	}
+}
+
+func (w *world) actionChangesSince(seq uint64) int {
+	n := 0
+	for _, c := range w.db.Changes(w.cfg.Table, seq) {
+		if sk := str(c.Keys, "sk"); len(sk) > 2 && sk[:2] == "A#" {
+			n++
+		}
+	}
+	return n
 }

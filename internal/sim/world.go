@@ -187,9 +187,8 @@ type token struct {
 	ids                                 []string // actions created for it (a second only after the first is gone)
 	execs                               int
 	accepted                            []*callRec
-	firstKey                            string
-	effectRef                           string // read-back kind: the provider holds the effect
-	maybeSent                           bool   // at-most-once kind: a call may have delivered
+	effectRef                           map[string]string // read-back kind: action id -> the provider holds its effect
+	maybeSent                           map[string]bool   // at-most-once kind: action id -> a call may have delivered
 }
 
 // row is the shadow of one action row, kept from the change feed.
