@@ -55,6 +55,7 @@ const (
 	StopDestinationForbidden StopReason = "DESTINATION_FORBIDDEN"
 	StopRejected             StopReason = "REJECTED"
 	StopGone                 StopReason = "GONE"
+	StopErased               StopReason = "ERASED" // a lane tombstone left by erasure
 )
 
 // Action is one effect on the outside world: the unit of delivery.

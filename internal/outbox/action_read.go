@@ -34,7 +34,8 @@ func (e *Engine) getActionItem(ctx context.Context, id string) (map[string]types
 	if err != nil {
 		return nil, fmt.Errorf("error reading action %s: %w", id, err)
 	}
-	if out.Item == nil || expiredByTTL(out.Item, e.clk.Now()) {
+	if out.Item == nil || expiredByTTL(out.Item, e.clk.Now()) || !has(out.Item, attrKind) {
+		// No kind: an erasure tombstone, which holds nothing of the action.
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	return out.Item, nil
@@ -86,7 +87,8 @@ func (e *Engine) ActionList(ctx context.Context, p ActionListParams) (*ActionLis
 	names := map[string]string{"#ws": attrWorkspace}
 	vals := map[string]types.AttributeValue{":a": avS("A#"), ":ws": avS(p.WorkspaceID)}
 	if p.WorkspaceID == "" {
-		filter = "begins_with(sk, :a) AND attribute_not_exists(#ws)"
+		filter = "begins_with(sk, :a) AND attribute_not_exists(#ws) AND attribute_exists(#kind)"
+		names["#kind"] = attrKind
 		delete(vals, ":ws")
 	}
 	if p.State != "" {

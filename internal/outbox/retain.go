@@ -210,15 +210,14 @@ func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string
 		}
 		for _, it := range q.Items {
 			pk, sk := getS(it, attrPK), getS(it, attrSK)
-			out, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-				TableName: e.table(), Key: key(pk, sk), ReturnValues: types.ReturnValueAllOld,
-			})
+			old, err := e.eraseRow(ctx, pk, sk)
 			if err != nil {
-				return n, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
+				return n, err
 			}
-			if !strings.HasPrefix(sk, "A#") || out.Attributes == nil {
+			if !strings.HasPrefix(sk, "A#") || old == nil {
 				continue
 			}
+			out := &dynamodb.DeleteItemOutput{Attributes: old}
 			n++
 			if err := e.deleteIdem(ctx, out.Attributes); err != nil {
 				return n, err
@@ -258,4 +257,62 @@ func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string
 		}
 		start = q.LastEvaluatedKey
 	}
+}
+
+// eraseRow erases one row of a subject and returns what it held. A lane
+// member with a predecessor becomes a tombstone instead of going: an ended
+// row (CANCELLED, stop reason ERASED) that keeps only its keys and its
+// predecessor link, so the lane behind it still waits for the members before
+// it (a gone predecessor would let it pass them). Everything of the subject
+// goes; retention deletes the tombstone like any ended row.
+func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
+	if strings.HasPrefix(sk, "A#") {
+		now := e.clk.Now().UTC()
+		expiry := now.Add(e.cfg.Retention)
+		var seq int64
+		fmt.Sscanf(sk, "A#%d", &seq)
+		names := map[string]string{
+			"#prev": attrPrev, "#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL,
+			"#epk": attrEndPK, "#esk": attrEndSK,
+		}
+		var rm []string
+		for i, a := range []string{attrKind, attrVariant, attrWorkspace, attrLane, attrIKey, attrSubject, attrSubPK,
+			attrPayload, attrDuePK, attrDueSK, attrOwner, attrLease, attrWrite, attrExpires, attrNext, attrCreated,
+			attrID, attrRef, attrAttempt, attrMax} {
+			n := fmt.Sprintf("#r%d", i)
+			names[n] = a
+			rm = append(rm, n)
+		}
+		out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: e.table(), Key: key(pk, sk),
+			UpdateExpression: aws.String("SET #st = :c, #sr = :erased, #ea = :now, #ttl = :ttl, #epk = :epk, #esk = :esk REMOVE " +
+				strings.Join(rm, ", ")),
+			ConditionExpression:      aws.String("attribute_exists(#prev)"),
+			ExpressionAttributeNames: names,
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":c": avS(string(StateCANCELLED)), ":erased": avS(string(StopErased)), ":now": avMs(now),
+				":ttl": avN(expiry.Unix()), ":epk": avS(endPK(partitionOfPK(pk))), ":esk": avS(timeSK(expiry, seq)),
+			},
+			ReturnValues: types.ReturnValueAllOld,
+		})
+		if err == nil {
+			return out.Attributes, nil
+		}
+		if !isCondFailed(err) {
+			return nil, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
+		}
+	}
+	out, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: e.table(), Key: key(pk, sk), ReturnValues: types.ReturnValueAllOld,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
+	}
+	return out.Attributes, nil
+}
+
+func partitionOfPK(pk string) int {
+	n := 0
+	fmt.Sscanf(pk, "P#%d", &n)
+	return n
 }

@@ -119,6 +119,31 @@ var _ = register("ReaperEndsExhaustedAndComputesGauges", func(ctx context.Contex
 	require.Zero(t, g.ClaimedDepth, "no lease is live")
 })
 
+var _ = register("ErasedLaneMemberKeepsItsLaneWaiting", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L", SubjectID: "bob"})
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L", SubjectID: "alice", IdempotencyKey: "kb"})
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L", SubjectID: "bob"})
+	res, _, _ := tb.claim(t, 0, 1)
+	require.Equal(t, [][]string{{a.ID}}, ids(res))
+	n, err := tb.e.EraseSubject(ctx, "ws", "alice")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = tb.e.ActionGet(ctx, b.ID)
+	require.ErrorIs(t, err, outbox.ErrNotFound)
+	again, _, _ := tb.claim(t, 0, 10)
+	require.Empty(t, again.Groups, "c still waits for a, though b is erased")
+	d := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L", SubjectID: "bob"})
+	_, err = tb.e.AttemptFinish(ctx, res.Groups[0][0], outbox.Done("x"))
+	require.NoError(t, err)
+	again, _, _ = tb.claim(t, 0, 10)
+	require.Equal(t, [][]string{{c.ID, d.ID}}, ids(again))
+	// Nothing of alice's is listed.
+	l, err := tb.e.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws"})
+	require.NoError(t, err)
+	require.Len(t, l.Actions, 3)
+})
+
 var _ = register("EraseSubjectDeletesEveryState", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 3 })
 	var mine []string
