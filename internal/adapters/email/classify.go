@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
@@ -31,8 +32,9 @@ var authErrorCodes = map[string]bool{
 //     (including DNS resolution) inside RequestSendError proves nothing left
 //     the machine → Retry. Anything else there (reset, EOF, timeout while
 //     waiting, cancellation) may have reached SES → Uncertain.
-//  2. An API error means SES answered: throttling, quota and paused sending
-//     → Defer; rejection, unverified sender, invalid request, unknown
+//  2. An API error means SES answered: throttling (the per-second rate, or
+//     the daily quota when the message says so), LimitExceeded and paused
+//     sending → Defer; rejection, unverified sender, invalid request, unknown
 //     configuration set, suspended account and other 4xx → Failed;
 //     authentication refusals → Retry; 5xx and anything unknown → Uncertain
 //     (SES may have accepted the message before failing).
@@ -96,6 +98,12 @@ func (a *Adapter) classify(err error) outbox.Result {
 	if errors.As(err, &apiErr) {
 		switch code := apiErr.ErrorCode(); {
 		case code == "Throttling" || code == "ThrottlingException":
+			// SES reports both of its sending limits this way (its guide,
+			// "Errors related to the sending quotas"); only the message
+			// tells the daily quota from the per-second rate.
+			if strings.Contains(strings.ToLower(apiErr.ErrorMessage()), "quota") {
+				return outbox.Defer(a.opts.QuotaWait, err)
+			}
 			return outbox.Defer(a.opts.ThrottleWait, err)
 		case authErrorCodes[code]:
 			return outbox.Retry(err)

@@ -111,6 +111,8 @@ func TestErrorClassesThroughSESStandIn(t *testing.T) {
 	}{
 		{"TooManyRequests", fixed(awsError(429, "TooManyRequestsException")), outbox.OutcomeDefer, "", 2 * time.Second, 1},
 		{"Throttling", fixed(awsError(400, "ThrottlingException")), outbox.OutcomeDefer, "", 2 * time.Second, 1},
+		{"MaximumSendingRate", fixed(awsErrorMessage(400, "ThrottlingException", "Maximum sending rate exceeded.")), outbox.OutcomeDefer, "", 2 * time.Second, 1},
+		{"DailyQuota", fixed(awsErrorMessage(400, "ThrottlingException", "Daily message quota exceeded.")), outbox.OutcomeDefer, "", time.Hour, 1},
 		{"LimitExceeded", fixed(awsError(400, "LimitExceededException")), outbox.OutcomeDefer, "", time.Hour, 1},
 		{"SendingPaused", fixed(awsError(400, "SendingPausedException")), outbox.OutcomeDefer, "", 15 * time.Minute, 1},
 		{"MessageRejected", fixed(awsError(400, "MessageRejected")), outbox.OutcomeFailed, outbox.StopRejected, 0, 1},

@@ -93,6 +93,16 @@ func awsError(status int, code string) http.HandlerFunc {
 	}
 }
 
+// awsErrorMessage answers like awsError, with a chosen message.
+func awsErrorMessage(status int, code, message string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-ErrorType", code)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, `{"message":"`+message+`"}`)
+	}
+}
+
 // stall accepts the request and never answers (until the test ends).
 func (s *sesStandIn) stall(http.ResponseWriter, *http.Request) { <-s.release }
 
