@@ -71,9 +71,9 @@ func routeTable() []route {
 		{Method: http.MethodGet, Path: "/v1/actions", Auth: true,
 			Statuses: []int{200, 400, 403}, serve: (*Handler).list},
 		{Method: http.MethodPost, Path: "/v1/actions/{id}/admit", Auth: true,
-			Statuses: []int{200, 400, 404, 409}, serve: (*Handler).admit},
+			Statuses: []int{200, 400, 404, 409, 413}, serve: (*Handler).admit},
 		{Method: http.MethodPost, Path: "/v1/actions/{id}/cancel", Auth: true,
-			Statuses: []int{200, 400, 404, 409}, serve: (*Handler).cancel},
+			Statuses: []int{200, 400, 404, 409, 413}, serve: (*Handler).cancel},
 		{Method: http.MethodDelete, Path: "/v1/subjects/{subject_id}", Auth: true,
 			Statuses: []int{200, 400, 403}, serve: (*Handler).erase},
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Statuses: []int{200}, serve: (*Handler).openAPI},
@@ -461,8 +461,9 @@ func (h *Handler) readEmptyBody(r *http.Request) error {
 	if err := scanStrict(body); err != nil {
 		return malformed(err)
 	}
+	// An empty struct makes every key an unknown field.
 	var obj struct{}
-	return strictUnmarshal(body, &obj, "", "\x00")
+	return strictUnmarshal(body, &obj, "")
 }
 
 func (h *Handler) transition(r *http.Request, p *Principal, do func(context.Context, string) (*outbox.Action, error)) (int, any, error) {
