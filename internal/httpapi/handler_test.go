@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -554,4 +555,20 @@ func TestLogsNeverCarryPayloads(t *testing.T) {
 			require.Equal(t, "webhook", m["action.kind"])
 		}
 	}
+}
+
+// TestBodyCapWithoutLength: a body of unknown length (chunked) is cut at
+// the cap, not read whole.
+func TestBodyCapWithoutLength(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := io.MultiReader(strings.NewReader(`{"kind":"webhook","payload":{"url":"https://e.com","pad":"`),
+		strings.NewReader(repeat(DefaultMaxBody, "x")), strings.NewReader(`"}}`))
+	r := httptest.NewRequest("POST", "/v1/actions", body)
+	require.EqualValues(t, -1, r.ContentLength)
+	r.Header.Set("Authorization", "Bearer "+tokA)
+	w := httptest.NewRecorder()
+	b.h.ServeHTTP(w, r)
+	require.Equal(t, http.StatusRequestEntityTooLarge, w.Code, w.Body.String())
+	require.Equal(t, 0, b.items())
 }
