@@ -137,7 +137,7 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 			return nil, err
 		}
 		blocked := false
-		if tail == a.Seq && a.PrevSeq != 0 {
+		if tail == a.Seq && a.PrevSeq != 0 && !p.InOrder {
 			// Ending out of order (cancelled, expired) while an earlier
 			// member is live: the tail stays, so the next action of the lane
 			// still waits for that member.
