@@ -41,7 +41,10 @@ type PreparedEnqueue struct {
 	e      *Engine
 }
 
-const maxKeyLen = 512
+const (
+	maxKeyLen       = 512
+	maxBatchPayload = 3 << 20
+)
 
 // prepared is one action with its items, before they are written.
 type prepared struct {
@@ -277,6 +280,14 @@ func (e *Engine) Enqueue(ctx context.Context, p EnqueueParams) (*EnqueueResult, 
 func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]EnqueueResult, error) {
 	if len(ps) == 0 || len(ps) > MaxBatchEnqueue {
 		return nil, &ValidationError{Field: "actions", Message: fmt.Sprintf("a batch holds 1 to %d actions, got %d", MaxBatchEnqueue, len(ps))}
+	}
+	total := 0
+	for _, p := range ps {
+		total += len(p.Payload)
+	}
+	if total > maxBatchPayload {
+		// DynamoDB refuses a transaction over 4 MB; keep room for attributes.
+		return nil, &ValidationError{Field: "actions", Message: fmt.Sprintf("a batch's payloads add up to %d bytes, over %d", total, maxBatchPayload)}
 	}
 	results := make([]EnqueueResult, len(ps))
 	pending := make([]int, len(ps)) // indexes into ps still to write
