@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +64,10 @@ type Options struct {
 	MaxRetryAfter time.Duration
 	// UserAgent is sent with every request. Default "Ferry-Webhooks/1".
 	UserAgent string
+	// TLSConfig, when set, replaces the default TLS client configuration
+	// (e.g. RootCAs for receivers behind a private CA). Certificates are
+	// always verified unless it says otherwise.
+	TLSConfig *tls.Config
 
 	// Resolver and Dialer replace DNS resolution and the connect (tests:
 	// a resolver without DNS traffic, a dialer that records). The policy is
@@ -157,6 +162,7 @@ func New(opts Options) (*Adapter, error) {
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       60 * time.Second,
 		ForceAttemptHTTP2:     true,
+		TLSClientConfig:       opts.TLSConfig.Clone(),
 	}
 	client := &http.Client{
 		Transport: transport,

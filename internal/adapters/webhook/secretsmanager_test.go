@@ -2,12 +2,17 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/stretchr/testify/require"
@@ -73,4 +78,42 @@ func TestSecretsManagerSource(t *testing.T) {
 	_, err = src.WebhookSecrets(ctx, "ws2")
 	require.ErrorContains(t, err, "throttled")
 	require.NotErrorIs(t, err, webhook.ErrNoSecret)
+}
+
+// TestSecretsManagerSourceThroughTheSDK reads secrets from a local stand-in
+// speaking Secrets Manager's JSON 1.1 protocol, through the real SDK.
+func TestSecretsManagerSourceThroughTheSDK(t *testing.T) {
+	t.Parallel()
+	s1 := newSecret(t)
+	var targets []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ SecretId string }
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		mu.Lock()
+		targets = append(targets, r.Header.Get("X-Amz-Target")+" "+in.SecretId)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		if in.SecretId != "ferry/webhook/ws1" {
+			w.WriteHeader(400)
+			_, _ = io.WriteString(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"Name": in.SecretId, "SecretString": s1.String() + "\n"})
+	}))
+	t.Cleanup(srv.Close)
+	client := secretsmanager.New(secretsmanager.Options{
+		Region:       "eu-west-1",
+		BaseEndpoint: aws.String(srv.URL),
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDSTANDIN", "standin-secret", ""),
+	})
+	src := webhook.NewSecretsManagerSource(client, "", clock.NewManual(start), 0)
+	got, err := src.WebhookSecrets(context.Background(), "ws1")
+	require.NoError(t, err)
+	require.Equal(t, []webhook.Secret{s1}, got)
+	_, err = src.WebhookSecrets(context.Background(), "ws2")
+	require.ErrorIs(t, err, webhook.ErrNoSecret)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"secretsmanager.GetSecretValue ferry/webhook/ws1", "secretsmanager.GetSecretValue ferry/webhook/ws2"}, targets)
 }
