@@ -33,13 +33,16 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 	if !strings.HasPrefix(pk, "P#") || !strings.HasPrefix(sk, "A#") {
 		return
 	}
+	part, _ := strconv.Atoi(pk[2:])
+	seq, _ := strconv.ParseInt(sk[2:], 10, 64)
+	id := outbox.ActionID(part, seq)
 	switch c.EventName {
 	case ddblocal.EventInsert:
-		w.onInsert(p, c.NewImage)
+		w.onInsert(p, id, c.NewImage)
 	case ddblocal.EventModify:
-		w.onModify(p, c.OldImage, c.NewImage)
+		w.onModify(p, id, c.OldImage, c.NewImage)
 	case ddblocal.EventRemove:
-		w.onRemove(p, c.OldImage, c.ByTTL)
+		w.onRemove(p, id, c.OldImage, c.ByTTL)
 	}
 }
 
@@ -51,8 +54,7 @@ func (w *world) histf(r *row, p *proc, format string, args ...any) {
 	r.hist = append(r.hist, fmt.Sprintf("%04d %s %-14s %s", w.step, fmtDur(w.clk.Now().Sub(epoch0)), who, fmt.Sprintf(format, args...)))
 }
 
-func (w *world) onInsert(p *proc, it ddblocal.Item) {
-	id := str(it, "id")
+func (w *world) onInsert(p *proc, id string, it ddblocal.Item) {
 	r := &row{id: id, item: it}
 	if old := w.rows[id]; old != nil && old.gone == "" {
 		w.violate("nothing-lost", []string{id}, "action %s was written over by a new action", id)
@@ -82,8 +84,7 @@ func (w *world) onInsert(p *proc, it ddblocal.Item) {
 	}
 }
 
-func (w *world) onModify(p *proc, old, nw ddblocal.Item) {
-	id := str(nw, "id")
+func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 	r := w.rows[id]
 	if r == nil {
 		r = &row{id: id}
@@ -91,6 +92,20 @@ func (w *world) onModify(p *proc, old, nw ddblocal.Item) {
 	}
 	r.item = nw
 	w.histf(r, p, "%s", rowState(nw))
+	if r.gone != "" {
+		w.violate("nothing-lost", []string{id}, "%s changed %s after it was %s", p.name, id, r.gone)
+		return
+	}
+	if p.kind == "erase" && str(nw, "sr") == "ERASED" && !has(nw, "pl") {
+		// Erasure leaves a tombstone (keys and prev only) so the lane
+		// behind it still waits for earlier members; it reads as not found.
+		if str(old, "ws") != p.erasing[0] || str(old, "subj") != p.erasing[1] {
+			w.violate("nothing-lost", []string{id}, "%s erased %s of another subject", p.name, id)
+			return
+		}
+		w.markGone(r, "erased")
+		return
+	}
 	ost, nst := state(old), state(nw)
 	oep, nep := num(old, "ep"), num(nw, "ep")
 	if ost.Ended() {
@@ -162,12 +177,15 @@ func (w *world) onModify(p *proc, old, nw ddblocal.Item) {
 	}
 }
 
-func (w *world) onRemove(p *proc, old ddblocal.Item, byTTL bool) {
-	id := str(old, "id")
+func (w *world) onRemove(p *proc, id string, old ddblocal.Item, byTTL bool) {
 	r := w.rows[id]
 	if r == nil {
 		r = &row{id: id, item: old}
 		w.rows[id] = r
+	}
+	if r.gone != "" {
+		w.histf(r, p, "tombstone deleted")
+		return
 	}
 	ended := state(old).Ended()
 	why := ""
@@ -188,11 +206,15 @@ func (w *world) onRemove(p *proc, old ddblocal.Item, byTTL bool) {
 		w.violate("nothing-lost", []string{id}, "action %s (%s) deleted by %s", id, state(old), who)
 		why = "lost"
 	}
+	w.markGone(r, why)
+}
+
+func (w *world) markGone(r *row, why string) {
 	r.gone = why
 	if r.tok != nil {
 		for _, c := range r.tok.accepted {
-			if c.flagged == "" {
-				c.flagged = "erased"
+			if c.id == r.id && c.flagged == "" {
+				c.flagged = why
 			}
 		}
 	}

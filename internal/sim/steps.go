@@ -448,7 +448,7 @@ func (w *world) finalChecks() {
 			panic(fmt.Sprintf("sim: final scan: %v", err))
 		}
 		for _, it := range out.Items {
-			if s := str(it, "sk"); len(s) > 2 && s[:2] == "A#" {
+			if s := str(it, "sk"); len(s) > 2 && s[:2] == "A#" && str(it, "sr") != "ERASED" {
 				seen[str(it, "id")] = true
 			}
 		}
@@ -458,7 +458,7 @@ func (w *world) finalChecks() {
 		start = out.LastEvaluatedKey
 	}
 	for _, id := range sortedKeys(w.rows) {
-		if exists := w.rows[id].gone == ""; exists != seen[id] {
+		if exists := w.rows[id].gone == ""; exists != seen[id] && w.rows[id].gone != "erased" {
 			w.violate("model", []string{id}, "the change feed says %s exists=%v, the table says %v", id, exists, seen[id])
 			return
 		}
