@@ -10,7 +10,7 @@ help: ## List the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: test
-test: vet unit infra-test ## Run every test suite (what CI runs)
+test: vet unit sim-ci infra-test ## Run every test suite (what CI runs)
 
 .PHONY: vet
 vet: ## go vet the runtime module
@@ -19,6 +19,27 @@ vet: ## go vet the runtime module
 .PHONY: unit
 unit: ## Go tests of the runtime module, with the race detector
 	$(GO) test -race -count=1 $(GOFLAGS_TEST) ./...
+
+# The deterministic simulator (internal/sim). Under -race the unit run keeps
+# only a few seeds of its CI budget (the race detector slows the
+# single-threaded simulation about tenfold, and its goroutines hand over
+# through channels, so there is nothing for it to find); sim-ci runs the full
+# budget without -race.
+SEEDS ?= 100
+STEPS ?= 500
+SEED ?=
+
+.PHONY: sim-ci
+sim-ci: ## The simulator's CI budget (300 seeds x 500 steps, no -race)
+	$(GO) test -count=1 -run 'TestCIBudget|TestRegressionSeeds' ./internal/sim/
+
+.PHONY: sim
+sim: ## Simulate SEEDS seeds of STEPS steps (summary table); SEED=n replays one seed's trace
+ifneq ($(SEED),)
+	$(GO) run ./internal/sim/cmd/ferry-sim -seed $(SEED) -steps $(STEPS)
+else
+	$(GO) run ./internal/sim/cmd/ferry-sim -seeds $(SEEDS) -steps $(STEPS)
+endif
 
 # The CDK app (infra/, its own Go module). infra-test synthesizes offline
 # through jsii (node, no npm); synth/diff/deploy use the aws-cdk CLI pinned in
