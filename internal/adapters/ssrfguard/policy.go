@@ -103,6 +103,12 @@ func (p Policy) Control(network, address string, _ syscall.RawConn) error {
 func (p Policy) CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
+		// Not the url.Error itself: it quotes the whole URL, and these
+		// errors may reach logs.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("unparsable URL: %w", err)
 	}
 	switch u.Scheme {

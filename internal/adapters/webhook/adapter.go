@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -260,6 +261,7 @@ func (a *Adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 
 	resp, err := a.client.Do(req)
 	if err != nil {
+		err = withoutURLPath(err)
 		if errors.Is(err, ssrfguard.ErrForbidden) {
 			return outbox.Failed(outbox.StopDestinationForbidden, fmt.Errorf("webhook: %w", err))
 		}
@@ -269,4 +271,19 @@ func (a *Adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	}
 	drainCapped(resp, a.opts.MaxResponseBody)
 	return a.outcome(resp)
+}
+
+// withoutURLPath drops the path, query and user info from the URL that
+// net/http puts in its errors: they are payload (and may hold tokens), and
+// errors go to logs. The scheme and host stay, to tell receivers apart.
+func withoutURLPath(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	short := "(unparsable URL)"
+	if u, perr := url.Parse(ue.URL); perr == nil {
+		short = u.Scheme + "://" + u.Host
+	}
+	return &url.Error{Op: ue.Op, URL: short, Err: ue.Err}
 }

@@ -336,9 +336,13 @@ func TestContextDeadlineEndsTheAttempt(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	res := b.attempt(ctx, action(t, "1-5", r.URL, nil), 1)
+	res := b.attempt(ctx, action(t, "1-5", r.URL+"/hooks/orders?token=s3cret", nil), 1)
 	require.Equal(t, outbox.OutcomeRetry, res.Outcome)
 	require.ErrorIs(t, res.Err, context.DeadlineExceeded)
+	// Errors go to logs: no path or query of the payload's URL in them.
+	require.NotContains(t, res.Err.Error(), "s3cret")
+	require.NotContains(t, res.Err.Error(), "/hooks/orders")
+	require.Contains(t, res.Err.Error(), r.Listener.Addr().String())
 }
 
 func TestEndlessBodyIsNotReadPastTheCap(t *testing.T) {
