@@ -105,6 +105,11 @@ func TestEngineFlow(t *testing.T) {
 	require.Equal(t, id, again.json(t)["id"])
 
 	require.Equal(t, http.StatusNotFound, b.do(t, "GET", "/v1/actions/"+id, tokB, "").Status)
+	for _, bad := range []string{"not-an-id", "99-1", "1-99999999999999999999", "-1-1", "%C3%28"} {
+		ans := b.do(t, "GET", "/v1/actions/"+bad, tokA, "")
+		require.Equal(t, http.StatusNotFound, ans.Status, "%s: %s", bad, ans.Body)
+		require.Equal(t, http.StatusNotFound, b.do(t, "POST", "/v1/actions/"+bad+"/cancel", tokA, "").Status, bad)
+	}
 	require.Equal(t, http.StatusNotFound, b.do(t, "POST", "/v1/actions/"+id+"/admit", tokB, "").Status)
 	got := b.do(t, "GET", "/v1/actions/"+id, tokA, "")
 	require.Equal(t, http.StatusOK, got.Status)
