@@ -88,7 +88,7 @@ func (t *table) record(db *DB, old, ne *entry, now time.Time, byTTL bool) {
 		cut++
 	}
 	if cut > 0 {
-		t.changes = append(t.changes[:0], t.changes[cut:]...)
+		t.changes = t.changes[cut:] // O(1); append drops the dead prefix when it grows
 	}
 	t.changes = append(t.changes, r)
 	db.notifyWatchers()

@@ -33,6 +33,7 @@ type DB struct {
 
 	tokenWindow time.Duration
 	tokens      map[string]tokenRecord
+	tokenOrder  []tokenRecord // by commit order, for O(expired) expiry
 
 	changeSeq       uint64
 	changeRetention time.Duration

@@ -30,6 +30,7 @@ const (
 // tokenRecord remembers a successful TransactWriteItems by its
 // ClientRequestToken.
 type tokenRecord struct {
+	token  string
 	digest [32]byte
 	at     time.Time
 	out    *dynamodb.TransactWriteItemsOutput
@@ -282,7 +283,9 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 	}
 	out := &dynamodb.TransactWriteItemsOutput{ConsumedCapacity: u.report(in.ReturnConsumedCapacity)}
 	if token != "" {
-		db.tokens[token] = tokenRecord{digest: digest, at: now, out: out}
+		rec := tokenRecord{token: token, digest: digest, at: now, out: out}
+		db.tokens[token] = rec
+		db.tokenOrder = append(db.tokenOrder, rec)
 	}
 	return out, nil
 }
@@ -295,13 +298,18 @@ func validationMessage(err error) string {
 	return err.Error()
 }
 
-// expireTokens forgets tokens older than the idempotency window.
+// expireTokens forgets tokens older than the idempotency window, oldest
+// first, in time proportional to what it forgets.
 func (db *DB) expireTokens(now time.Time) {
-	for k, r := range db.tokens {
-		if now.Sub(r.at) >= db.tokenWindow {
-			delete(db.tokens, k)
+	n := 0
+	for n < len(db.tokenOrder) && now.Sub(db.tokenOrder[n].at) >= db.tokenWindow {
+		r := db.tokenOrder[n]
+		if cur, ok := db.tokens[r.token]; ok && cur.at.Equal(r.at) {
+			delete(db.tokens, r.token)
 		}
+		n++
 	}
+	db.tokenOrder = db.tokenOrder[n:]
 }
 
 // writeRequestDigest fingerprints a TransactWriteItems request (everything
