@@ -47,6 +47,7 @@ type Config struct {
 	StreamBatchingWindow string              `json:"streamBatchingWindow"`
 	Tracing              string              `json:"tracing"`
 	OTelLayerARN         string              `json:"otelLayerArn"`
+	LocalEndpoints       bool                `json:"localEndpoints"`
 	AlarmTopicARN        string              `json:"alarmTopicArn"`
 	AlarmEmail           string              `json:"alarmEmail"`
 	Alarms               struct {
@@ -98,7 +99,7 @@ func (c Config) Props() (Props, error) {
 		SESConfigurationSet: c.SESConfigurationSet, EventBusARNs: c.EventBusARNs,
 		WebhookSecretsARN: c.WebhookSecretsARN, StreamBatchSize: c.StreamBatchSize,
 		Tracing: Tracing(c.Tracing), OTelLayerARN: c.OTelLayerARN, AlarmTopicARN: c.AlarmTopicARN,
-		AlarmEmail: c.AlarmEmail,
+		AlarmEmail: c.AlarmEmail, LocalEndpoints: c.LocalEndpoints,
 	}
 	p.Alarms = AlarmThresholds{
 		Uncertain: c.Alarms.Uncertain, Failed: c.Alarms.Failed, StuckLaneHeads: c.Alarms.StuckLaneHeads,

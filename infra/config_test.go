@@ -104,6 +104,14 @@ func TestFunctionEnvironment(t *testing.T) {
 	require.Equal(t, "ferry", drainer[EnvSESConfigurationSet])
 	require.Equal(t, "http://localhost:4318", drainer[EnvOTelEndpoint])
 
+	p.LocalEndpoints = true
+	reaper, err := FunctionEnvironment(FunctionReaper, &p, "ferry")
+	require.NoError(t, err)
+	for _, v := range LocalEndpointVariables {
+		require.Contains(t, reaper, v)
+		require.Empty(t, reaper[v], "declared for sam local to override")
+	}
+
 	_, err = FunctionEnvironment("sender", &p, "ferry")
 	require.ErrorContains(t, err, `unknown function "sender"`)
 }

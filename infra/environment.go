@@ -27,6 +27,10 @@ const (
 	EnvOTelEndpoint    = "OTEL_EXPORTER_OTLP_ENDPOINT"
 )
 
+// LocalEndpointVariables are the AWS SDK's per-service endpoint variables
+// declared (empty) with Props.LocalEndpoints.
+var LocalEndpointVariables = []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SESV2", "AWS_ENDPOINT_URL_EVENTBRIDGE"}
+
 // otelCollectorEndpoint is where the collector layer listens (OTLP/HTTP).
 const otelCollectorEndpoint = "http://localhost:4318"
 
@@ -71,6 +75,11 @@ func FunctionEnvironment(fn FunctionName, p *Props, table string) (map[string]st
 	case FunctionReaper:
 	default:
 		return nil, fmt.Errorf("unknown function %q", fn)
+	}
+	if p.LocalEndpoints {
+		for _, v := range LocalEndpointVariables {
+			env[v] = ""
+		}
 	}
 	if p.Tracing == TracingOpenTelemetry {
 		env[EnvOTelServiceName] = "ferry-" + string(fn)

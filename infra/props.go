@@ -143,6 +143,13 @@ type Props struct {
 	// OTelLayerARN is the OpenTelemetry collector layer (Tracing "otel").
 	OTelLayerARN string
 
+	// LocalEndpoints declares the AWS SDK's endpoint variables
+	// (LocalEndpointVariables) empty in every function, so that `sam local
+	// invoke --env-vars` can set them: SAM only overrides variables the
+	// template declares. For a template synthesized for local testing only;
+	// never deploy it.
+	LocalEndpoints bool
+
 	// AlarmTopicARN (an existing SNS topic) or AlarmEmail (a new topic with
 	// this subscriber) receives the alarms; neither: alarms only show in
 	// the console.
