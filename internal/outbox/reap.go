@@ -169,8 +169,12 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 	if cur.Epoch != a.Epoch || cur.State != a.State {
 		return nil // moved on since the index proposed it
 	}
-	// An EXECUTING action was claimed in lane order; others may end out of it.
-	_, err = e.end(ctx, &cur, endParams{To: to, Reason: reason, Cond: c, Result: Result{Outcome: outcomeOf(to), StopReason: reason}, InOrder: cur.State == StateEXECUTING})
+	// An EXECUTING action whose write fence is set started its attempt, so
+	// every earlier member of its lane had ended. One without a fence may be
+	// a member claimed behind its lane's head that never started (its
+	// drainer died while the head ran): earlier members may still be live.
+	inOrder := cur.State == StateEXECUTING && !cur.WriteStartedAt.IsZero()
+	_, err = e.end(ctx, &cur, endParams{To: to, Reason: reason, Cond: c, Result: Result{Outcome: outcomeOf(to), StopReason: reason}, InOrder: inOrder})
 	if err != nil {
 		if isCondFailed(err) {
 			return nil
