@@ -153,7 +153,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, reqID, op, err)
 		return
 	}
-	writeResponse(w, reqID, http.StatusOK, contentType, encodeShape(normalizeOutput(in, out)))
+	body = encodeShape(normalizeOutput(in, out))
+	if h.cfg.logger.Enabled(r.Context(), slog.LevelDebug) {
+		h.cfg.logger.Debug("ddbhttp: request served", "op", op, "request_id", reqID, "status", http.StatusOK, "response_bytes", len(body))
+	}
+	writeResponse(w, reqID, http.StatusOK, contentType, body)
 }
 
 func (h *Handler) fail(w http.ResponseWriter, reqID, op string, err error) {

@@ -1,13 +1,16 @@
 package ddbhttp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,7 +201,9 @@ func TestAuthorization(t *testing.T) {
 
 func TestBackendPanicAnswersInternalServerError(t *testing.T) {
 	t.Parallel()
-	tb := setup(t, func(string, any) (any, error) { panic("engine bug") })
+	var logs syncBuffer
+	tb := setup(t, func(string, any) (any, error) { panic("engine bug") },
+		ddbhttp.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	r := post(t, tb.url, "DynamoDB_20120810.GetItem", `{"TableName":"t","Key":{"pk":{"S":"a"}}}`, nil)
 	require.Equal(t, http.StatusInternalServerError, r.status)
 	require.Equal(t, "com.amazonaws.dynamodb.v20120810#InternalServerError", r.errType)
@@ -208,6 +213,26 @@ func TestBackendPanicAnswersInternalServerError(t *testing.T) {
 	r = post(t, tb.url, "DynamoDB_20120810.ListTables", `{}`, nil)
 	require.Equal(t, http.StatusInternalServerError, r.status)
 	require.Len(t, tb.backend.Calls(), 2)
+	require.Contains(t, logs.String(), "engine bug", "a recovered panic is logged for the operator")
+	require.NotContains(t, string(r.body), "engine bug", "but not sent to the client")
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestErrorWireFormat(t *testing.T) {
