@@ -10,23 +10,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
-	"github.com/ferryhq/ferry/internal/adapters/email"
-	"github.com/ferryhq/ferry/internal/adapters/webhook"
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/fnconfig"
+	"github.com/ferryhq/ferry/internal/fnruntime"
 	"github.com/ferryhq/ferry/internal/httpapi"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
@@ -62,7 +58,10 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	if db == nil {
 		db = dynamodb.NewFromConfig(awsCfg)
 	}
-	reg, err := registry(awsCfg.Copy())
+	// The same registry as the drainer's, so every kind the drainer carries
+	// out is accepted here; enqueue only calls Validate, so no adapter makes
+	// a request.
+	reg, err := fnruntime.Registry(awsCfg.Copy(), clk, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -84,33 +83,4 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 		return nil, err
 	}
 	return httpadapter.NewV2(api), nil
-}
-
-// registry registers the built-in kinds. The enqueue function only
-// validates payloads (Adapter.Validate); it never executes an action, so
-// the webhook adapter gets no signing secrets and the email adapter's SES
-// client is never called.
-func registry(awsCfg aws.Config) (*outbox.Registry, error) {
-	reg := outbox.NewRegistry()
-	wh, err := webhook.New(webhook.Options{Secrets: noSecrets{}})
-	if err != nil {
-		return nil, fmt.Errorf("error building the webhook adapter: %w", err)
-	}
-	em, err := email.New(email.Options{Sender: sesv2.NewFromConfig(awsCfg)})
-	if err != nil {
-		return nil, fmt.Errorf("error building the email adapter: %w", err)
-	}
-	for _, a := range []outbox.Adapter{wh, em} {
-		if err := reg.Register(a); err != nil {
-			return nil, err
-		}
-	}
-	return reg, nil
-}
-
-// noSecrets is the webhook secret source of a function that never signs.
-type noSecrets struct{}
-
-func (noSecrets) WebhookSecrets(context.Context, string) ([]webhook.Secret, error) {
-	return nil, errors.New("the enqueue function does not sign webhooks")
 }

@@ -124,3 +124,38 @@ func TestSamplesThroughTheLambdaHandler(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryBuiltInKindIsAccepted: the enqueue function validates with the
+// drainer's registry, so each built-in kind the drainer carries out can be
+// enqueued through the API.
+func TestEveryBuiltInKindIsAccepted(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	setupEng, err := outbox.New(db, clk, outbox.NewRegistry(), outbox.Config{Table: "ferry"})
+	require.NoError(t, err)
+	require.NoError(t, setupEng.EnsureTable(ctx))
+	h, err := newHandler(ctx, testEnv(nil), db, clk, io.Discard)
+	require.NoError(t, err)
+	invoke := lambda.NewHandler(h.ProxyWithContext)
+
+	raw, err := os.ReadFile("../../events/apigw-enqueue.json")
+	require.NoError(t, err)
+	for kind, payload := range map[string]string{
+		"webhook":     `{"url":"https://example.com/hook","body":{"order":42}}`,
+		"email":       `{"from":"shop@example.com","to":["ada@example.com"],"subject":"Shipped","text":"Your order shipped."}`,
+		"eventbridge": `{"event_bus":"default","source":"shop.orders","detail_type":"OrderShipped","detail":{"order":42}}`,
+	} {
+		var req map[string]any
+		require.NoError(t, json.Unmarshal(raw, &req))
+		req["body"] = `{"kind":"` + kind + `","workspace_id":"default","payload":` + payload + `}`
+		in, err := json.Marshal(req)
+		require.NoError(t, err)
+		out, err := invoke.Invoke(ctx, in)
+		require.NoError(t, err, kind)
+		var resp events.APIGatewayV2HTTPResponse
+		require.NoError(t, json.Unmarshal(out, &resp))
+		require.Equal(t, 201, resp.StatusCode, "%s: %s", kind, resp.Body)
+	}
+}
