@@ -336,3 +336,16 @@ func captureStatus(status *int) func(*middleware.Stack) error {
 func key(pk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}
 }
+
+// A client that asks for gzip gets an identity-encoded answer, which HTTP
+// allows, and its CRC32 check still passes.
+func TestSDKWithAcceptEncodingGzip(t *testing.T) {
+	t.Parallel()
+	want := &dynamodb.GetItemOutput{Item: richItem()}
+	tb := setup(t, func(string, any) (any, error) { return want, nil })
+	got, err := tb.client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a")},
+		func(o *dynamodb.Options) { o.EnableAcceptEncodingGzip = true })
+	require.NoError(t, err)
+	require.Equal(t, want.Item, got.Item)
+	requireNoChecksumComplaints(t, tb.log)
+}
