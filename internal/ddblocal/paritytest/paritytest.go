@@ -25,6 +25,8 @@ const (
 	docQueryAPI     = "https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Query.html"
 	docScan         = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Scan.html"
 	docGSI          = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html"
+	docLSI          = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/LSI.html"
+	docProjection   = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ProjectionExpressions.html"
 	docSparse       = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-indexes-general-sparse-indexes.html"
 	docTransactions = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html"
 	docTransactAPI  = "https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html"
@@ -503,6 +505,104 @@ func cases() []parityCase {
 			g, err = b.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.table), Key: item{"pk": s("a")}, ConsistentRead: aws.Bool(true), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 			require.NoError(t, err)
 			require.Equal(t, 1.0, aws.ToFloat64(g.ConsumedCapacity.CapacityUnits))
+		}},
+		// Index queries page by the index key and then the table key:
+		// items with equal index keys are all returned, once each.
+		{"IndexPagingWithEqualIndexKeys", docGSI, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			b := setup(ctx, t, nc, layoutStrings)
+			for i := 0; i < 7; i++ {
+				b.put(t, item{"pk": s(fmt.Sprintf("p%d", i%3)), "sk": s(fmt.Sprint(i)), "gpk": s("g"), "gsk": n("1")})
+			}
+			eventually(t, func() bool {
+				seen := map[string]bool{}
+				var start item
+				for pages := 0; pages < 20; pages++ {
+					out, err := b.client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(b.table), IndexName: aws.String("gsi"), Limit: aws.Int32(2), ExclusiveStartKey: start,
+						KeyConditionExpression: aws.String("gpk = :p AND gsk = :k"), ExpressionAttributeValues: item{":p": s("g"), ":k": n("1")}})
+					require.NoError(t, err)
+					for _, it := range out.Items {
+						k := fmt.Sprint(strs([]item{it}, "pk"), strs([]item{it}, "sk"))
+						require.False(t, seen[k], "returned twice: %s", k)
+						seen[k] = true
+					}
+					if out.LastEvaluatedKey == nil {
+						break
+					}
+					require.Contains(t, out.LastEvaluatedKey, "gsk", "an index's LastEvaluatedKey names the index and table keys")
+					require.Contains(t, out.LastEvaluatedKey, "pk")
+					start = out.LastEvaluatedKey
+				}
+				return len(seen) == 7
+			})
+		}},
+		// A local secondary index orders a partition by another sort key and
+		// reads strongly consistently.
+		{"LocalIndexOrder", docLSI, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			b := setup(ctx, t, nc, layoutStrings)
+			for i, l := range []string{"30", "10", "20"} {
+				b.put(t, item{"pk": s("p"), "sk": s(fmt.Sprint(i)), "lsk": n(l)})
+			}
+			b.put(t, item{"pk": s("p"), "sk": s("no-lsk")})
+			out, err := b.client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(b.table), IndexName: aws.String("lsi"), ConsistentRead: aws.Bool(true),
+				KeyConditionExpression: aws.String("pk = :p AND lsk > :z"), ExpressionAttributeValues: item{":p": s("p"), ":z": n("0")}})
+			require.NoError(t, err)
+			require.Equal(t, []string{"10", "20", "30"}, strs(out.Items, "lsk"))
+			require.Equal(t, []string{"1", "2", "0"}, strs(out.Items, "sk"))
+		}},
+		// "A single Query operation can retrieve a maximum of 1 MB of data":
+		// a page stops there and names where to go on.
+		{"QueryPageLimit1MB", docQuery, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			b := setup(ctx, t, nc, layoutStrings)
+			for i := 0; i < 14; i++ {
+				b.put(t, item{"pk": s("p"), "sk": s(fmt.Sprintf("%02d", i)), "pad": s(repeat("x", 100*1024))})
+			}
+			out, err := b.client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(b.table), KeyConditionExpression: aws.String("pk = :p"),
+				ExpressionAttributeValues: item{":p": s("p")}, ProjectionExpression: aws.String("sk")})
+			require.NoError(t, err)
+			require.NotNil(t, out.LastEvaluatedKey)
+			require.Less(t, len(out.Items), 14)
+			require.GreaterOrEqual(t, len(out.Items), 9)
+			rest, err := b.client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(b.table), KeyConditionExpression: aws.String("pk = :p"),
+				ExpressionAttributeValues: item{":p": s("p")}, ProjectionExpression: aws.String("sk"), ExclusiveStartKey: out.LastEvaluatedKey})
+			require.NoError(t, err)
+			require.Equal(t, 14, len(out.Items)+len(rest.Items))
+		}},
+		// Numbers keep up to 38 significant digits exactly; more are refused.
+		{"NumberPrecision", docDataTypes, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			b := setup(ctx, t, nc, layoutHashOnly)
+			b.put(t, item{"pk": s("a"), "n": n("12345678901234567890123456789012345678")})
+			_, err := b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(b.table), Key: item{"pk": s("a")},
+				UpdateExpression: aws.String("SET n = n - :one"), ExpressionAttributeValues: item{":one": n("1")}})
+			require.NoError(t, err)
+			require.Equal(t, n("12345678901234567890123456789012345677"), b.get(t, item{"pk": s("a")})["n"])
+			_, err = b.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(b.table), Item: item{"pk": s("b"), "n": n("123456789012345678901234567890123456789")}})
+			requireAPIError(t, err, "ValidationException", "38")
+		}},
+		// ProjectionExpression picks nested attributes and list elements.
+		{"NestedProjection", docProjection, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			b := setup(ctx, t, nc, layoutHashOnly)
+			b.put(t, item{"pk": s("a"), "m": &types.AttributeValueMemberM{Value: item{"x": n("1"), "y": n("2")}},
+				"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{s("l0"), s("l1")}}, "other": s("o")})
+			out, err := b.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.table), Key: item{"pk": s("a")}, ProjectionExpression: aws.String("m.y, l[1]")})
+			require.NoError(t, err)
+			require.Equal(t, item{"m": &types.AttributeValueMemberM{Value: item{"y": n("2")}}, "l": &types.AttributeValueMemberL{Value: []types.AttributeValue{s("l1")}}}, out.Item)
+		}},
+		// A condition on an absent item sees every attribute as missing.
+		{"ConditionOnAbsentItem", docConditions, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			b := setup(ctx, t, nc, layoutStrings)
+			_, err := b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(b.table), Key: key("none", "1"),
+				UpdateExpression: aws.String("SET v = :one"), ConditionExpression: aws.String("attribute_exists(pk)"), ExpressionAttributeValues: item{":one": n("1")},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+			var ccf *types.ConditionalCheckFailedException
+			require.ErrorAs(t, err, &ccf)
+			require.Nil(t, ccf.Item)
+			require.Nil(t, b.get(t, key("none", "1")), "a failed update creates nothing")
+			_, err = b.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+				{ConditionCheck: &types.ConditionCheck{TableName: aws.String(b.table), Key: key("none", "1"), ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+				{Put: &types.Put{TableName: aws.String(b.table), Item: key("new", "1")}},
+			}})
+			require.NoError(t, err)
+			require.NotNil(t, b.get(t, key("new", "1")))
 		}},
 		// Comparison functions of condition expressions.
 		{"ConditionFunctions", docConditions, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
