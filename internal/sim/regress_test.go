@@ -17,6 +17,10 @@ var regressions = []struct {
 	{1, 500, "engine: erasing a lane's tail dropped the tail while an earlier member was live; the next enqueue had no predecessor (fixed: 1966158)"},
 	{176, 500, "sim: an idempotency key reused after its first action was deleted is a new action (checker keyed by action id)"},
 	{15, 500, "sim: liveness needs rounds until the backlog settles, not a fixed six"},
+	{1067, 500, "engine: the reaper ended a never-started group member as in lane order and dropped its prev; its successor passed the live head (fixed: 5215507)"},
+	{1044, 500, "sim: an idempotency record past its TTL is gone for reads even while DynamoDB's TTL lags"},
+	{1071, 500, "sim: a lagging subject index shows an erasure tombstone to a second erasure"},
+	{1048, 500, "sim: tombstones (erasure of a lane member) read as erased"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
