@@ -303,14 +303,14 @@ func (db *DB) updateItem(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutp
 		u.of(t).write += writeUnits(sizeOf(oldPtr))
 		return nil, conditionFailure(old, in.ReturnValuesOnConditionCheckFailure)
 	}
-	newItem, newSize, touched, err := t.schema.applyUpdate(upd, old, in.Key)
+	newItem, newSize, _, err := t.schema.applyUpdate(upd, old, in.Key)
 	if err != nil {
 		return nil, err
 	}
 	w := t.commit(db, key, oldPtr, newItem, newSize, db.clock.Now(), false)
 	u.of(t).addWrite(writeUnits(max(sizeOf(oldPtr), newSize)), w, 1)
 	out := &dynamodb.UpdateItemOutput{ConsumedCapacity: u.single(in.ReturnConsumedCapacity)}
-	out.Attributes = returnedAttributes(in.ReturnValues, old, newItem, touched)
+	out.Attributes = returnedAttributes(in.ReturnValues, upd, old, newItem)
 	return out, nil
 }
 
@@ -345,18 +345,14 @@ func (s *tableSchema) applyUpdate(upd *expr.Update, old Item, key Item) (Item, i
 	return newItem, size, touched, nil
 }
 
-// returnedAttributes picks what UpdateItem's ReturnValues asks for.
-func returnedAttributes(rv types.ReturnValue, old, newItem Item, touched []string) Item {
+// returnedAttributes picks what UpdateItem's ReturnValues asks for. The
+// UPDATED_* options return only the updated paths, nested as in the item.
+func returnedAttributes(rv types.ReturnValue, upd *expr.Update, old, newItem Item) Item {
 	pick := func(from Item) Item {
-		if from == nil {
+		if from == nil || upd == nil {
 			return nil
 		}
-		out := Item{}
-		for _, a := range touched {
-			if v, ok := from[a]; ok {
-				out[a] = v
-			}
-		}
+		out := upd.UpdatedAttributes(from)
 		if len(out) == 0 {
 			return nil
 		}

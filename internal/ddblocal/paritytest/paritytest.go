@@ -118,6 +118,11 @@ func cases() []parityCase {
 			require.Equal(t, item{"v": n("3")}, upd(types.ReturnValueUpdatedOld))
 			require.Equal(t, item{"v": n("5")}, upd(types.ReturnValueUpdatedNew))
 			require.Nil(t, upd(types.ReturnValueNone))
+			b.put(t, item{"pk": s("a"), "sk": s("2"), "m": &types.AttributeValueMemberM{Value: item{"x": n("1"), "y": n("1")}}})
+			out, err := b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(b.table), Key: key("a", "2"),
+				UpdateExpression: aws.String("SET m.x = :two"), ExpressionAttributeValues: item{":two": n("2")}, ReturnValues: types.ReturnValueUpdatedNew})
+			require.NoError(t, err)
+			require.Equal(t, item{"m": &types.AttributeValueMemberM{Value: item{"x": n("2")}}}, out.Attributes, "only the updated path")
 		}},
 		// UpdateItem creates the item when it does not exist ("Edits an
 		// existing item's attributes, or adds a new item to the table if it
