@@ -62,10 +62,12 @@ func (e *Engine) fenceWrite(ctx context.Context, a *Action) error {
 		names: map[string]string{"#lx": attrLease, "#wsa": attrWrite},
 		vals:  map[string]types.AttributeValue{":margin": avMs(now.Add(e.cfg.WriteMargin)), ":now": avMs(now)},
 	})
-	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	err := e.updateSettled(ctx, &dynamodb.UpdateItemInput{
 		TableName: e.table(), Key: actionKey(a.Partition, a.Seq),
 		UpdateExpression:    aws.String("SET #wsa = :now"),
 		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+	}, func(it map[string]types.AttributeValue) bool {
+		return rowIs(StateEXECUTING, a.Epoch, attrWrite, now)(it) && getS(it, attrOwner) == a.Owner
 	})
 	if err != nil {
 		return err
@@ -231,10 +233,14 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 	default:
 		return false, false, fmt.Errorf("outbox: no write for decision to %s", d.To)
 	}
-	_, err = e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	settled := rowIs(StateADMITTED, a.Epoch, attrNext, at)
+	if d.To == StateEXECUTING {
+		settled = rowIs(StateEXECUTING, a.Epoch, attrLease, at)
+	}
+	err = e.updateSettled(ctx, &dynamodb.UpdateItemInput{
 		TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
 		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
-	})
+	}, settled)
 	if err != nil {
 		if isCondFailed(err) {
 			e.obs.FenceRefused(a)

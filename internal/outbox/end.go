@@ -161,13 +161,10 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 	for try := 0; ; try++ {
 		var err error
 		if len(extra) == 0 {
-			_, err = e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			err = e.updateSettled(ctx, &dynamodb.UpdateItemInput{
 				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
 				ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
-			})
-			if err != nil && isAmbiguous(err) && try < 3 {
-				continue
-			}
+			}, rowIs(p.To, a.Epoch, attrEnded, now))
 		} else {
 			items := append([]types.TransactWriteItem{{Update: &types.Update{
 				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),

@@ -336,7 +336,7 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueu
 func (e *Engine) writeEnqueue(ctx context.Context, prs []*prepared, laneItems []types.TransactWriteItem) (map[int]Action, error) {
 	if len(prs) == 1 && prs[0].idem == nil && len(laneItems) == 0 {
 		put := prs[0].action.Put
-		_, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{
+		err := e.putSettled(ctx, &dynamodb.PutItemInput{
 			TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
 		})
 		if err != nil {
@@ -479,4 +479,34 @@ func (pe *PreparedEnqueue) Resolve(ctx context.Context, txErr error) (*EnqueueRe
 		return nil, err
 	}
 	return &EnqueueResult{Action: *a, Existing: true}, nil
+}
+
+// putSettled writes a new action with a conditional PutItem, retrying
+// throttles and ambiguous failures with the same item; a retry refused
+// because the item exists is our own earlier try when the row read back is
+// the one we wrote (same id and creation time).
+func (e *Engine) putSettled(ctx context.Context, in *dynamodb.PutItemInput) error {
+	ambiguous := false
+	for try := 0; ; try++ {
+		_, err := e.db.PutItem(ctx, in)
+		if err == nil {
+			return nil
+		}
+		if isCondFailed(err) {
+			if ambiguous {
+				out, gerr := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+					TableName: in.TableName, Key: key(getS(in.Item, attrPK), getS(in.Item, attrSK)), ConsistentRead: aws.Bool(true),
+				})
+				if gerr == nil && out.Item != nil && getS(out.Item, attrID) == getS(in.Item, attrID) &&
+					getN(out.Item, attrCreated) == getN(in.Item, attrCreated) {
+					return nil
+				}
+			}
+			return err
+		}
+		if try >= 3 || ctx.Err() != nil || !(isAmbiguous(err) || isRetryable(err)) {
+			return err
+		}
+		ambiguous = ambiguous || isAmbiguous(err)
+	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/clock"
@@ -41,6 +43,76 @@ func (l *lossyDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 	}
 	return out, err
 }
+
+// lossySingles loses the first answer of every PutItem and UpdateItem of an
+// action row, after committing it.
+type lossySingles struct {
+	DynamoDB
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (l *lossySingles) first(in map[string]types.AttributeValue, what string) bool {
+	if !strings.HasPrefix(getS(in, attrSK), "A#") {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := what + getS(in, attrPK) + getS(in, attrSK)
+	if l.seen[k] {
+		return false
+	}
+	l.seen[k] = true
+	return true
+}
+
+func (l *lossySingles) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := l.DynamoDB.PutItem(ctx, in, o...)
+	if err == nil && l.first(in.Item, "put") {
+		return nil, errLost
+	}
+	return out, err
+}
+
+func (l *lossySingles) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := l.DynamoDB.UpdateItem(ctx, in, o...)
+	if err == nil && l.first(in.Key, "update"+*in.UpdateExpression) {
+		return nil, errLost
+	}
+	return out, err
+}
+
+func TestAmbiguousSingleWritesAreReadBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fb := newFaultBundle(t, func(db DynamoDB) DynamoDB { return &lossySingles{DynamoDB: db, seen: map[string]bool{}} })
+	ended := &endCount{}
+	fb.e.obs = ended
+	var ids []string
+	for range 3 {
+		r, err := fb.e.Enqueue(ctx, EnqueueParams{Kind: "c", WorkspaceID: "ws", Payload: []byte(`{}`)})
+		require.NoError(t, err, "a lost answer to our own Put is read back")
+		ids = append(ids, r.Action.ID)
+	}
+	dr, err := fb.e.Sweep(ctx, DrainParams{})
+	require.NoError(t, err)
+	require.Equal(t, 3, dr.Ended)
+	require.Equal(t, 3, ended.n)
+	for _, id := range ids {
+		a, err := fb.e.ActionGet(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, StateDONE, a.State)
+		require.Equal(t, 1, fb.ran[id], "the fence's lost answer did not stop or repeat the call")
+	}
+}
+
+type endCount struct {
+	NopObserver
+	mu sync.Mutex
+	n  int
+}
+
+func (c *endCount) ActionEnded(*Action, Outcome, StopReason) { c.mu.Lock(); c.n++; c.mu.Unlock() }
 
 type faultBundle struct {
 	clk *clock.Manual
