@@ -207,11 +207,16 @@ func (e *Engine) releaseRest(ctx context.Context, rest []Action, res *DrainResul
 	return nil
 }
 
-// Sweep drains every partition once, one after another.
+// Sweep drains every partition once, one after another, starting at a
+// random one.
 func (e *Engine) Sweep(ctx context.Context, p DrainParams) (*DrainResult, error) {
 	p = e.drainDefaults(p)
 	total := &DrainResult{}
-	for part := 0; part < e.cfg.Partitions; part++ {
+	// Start at a random partition so that a deadline does not always starve
+	// the same ones.
+	first := e.intN(e.cfg.Partitions)
+	for i := 0; i < e.cfg.Partitions; i++ {
+		part := (first + i) % e.cfg.Partitions
 		r, err := e.DrainPartition(ctx, part, p)
 		if r != nil {
 			total.add(r)
