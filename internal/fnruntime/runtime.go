@@ -64,9 +64,7 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 	if err != nil {
 		return nil, err
 	}
-	engine, err := outbox.New(dynamodb.NewFromConfig(awsCfg), clk, reg, outbox.Config{
-		Table: cfg.Table, Partitions: cfg.Partitions, Lease: cfg.Lease, WriteMargin: cfg.WriteMargin,
-	}, outbox.WithObserver(obs))
+	engine, err := outbox.New(dynamodb.NewFromConfig(awsCfg), clk, reg, cfg.Outbox(), outbox.WithObserver(obs))
 	if err != nil {
 		return nil, fmt.Errorf("error building the engine: %w", err)
 	}

@@ -30,6 +30,10 @@ type DrainerHandler struct {
 	Budget  Budget
 	Log     *slog.Logger
 	Metrics Flusher // flushed after every invocation; may be nil
+	// WriteMargin is the engine's write margin: an invocation whose drain
+	// deadline leaves less than it can start no attempt, which is logged
+	// as a configuration error (the function's timeout is too short).
+	WriteMargin time.Duration
 }
 
 // SweepResponse answers a scheduled invocation.
@@ -76,7 +80,7 @@ func (h *DrainerHandler) Invoke(ctx context.Context, raw json.RawMessage) (any, 
 // HandleSchedule sweeps every partition until nothing is due or the claim
 // deadline passes.
 func (h *DrainerHandler) HandleSchedule(ctx context.Context, ev events.EventBridgeEvent) (*SweepResponse, error) {
-	until := h.Budget.ClaimUntil(ctx, h.Clock)
+	until := h.claimUntil(ctx)
 	var resp SweepResponse
 	for {
 		st, err := h.Engine.Sweep(ctx, until)
@@ -100,7 +104,7 @@ func (h *DrainerHandler) HandleSchedule(ctx context.Context, ev events.EventBrid
 // other items) need nothing. The records of a partition whose drain failed
 // or was not reached before the claim deadline are reported as failures.
 func (h *DrainerHandler) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	until := h.Budget.ClaimUntil(ctx, h.Clock)
+	until := h.claimUntil(ctx)
 	byPartition := map[int][]string{} // partition -> sequence numbers
 	for _, r := range ev.Records {
 		pk, ok := r.Change.Keys["pk"]
@@ -136,6 +140,15 @@ func (h *DrainerHandler) HandleStream(ctx context.Context, ev events.DynamoDBEve
 		slog.Int("partitions", len(partitions)), slog.Int("failed_records", len(resp.BatchItemFailures)),
 		slog.Int("claimed", total.Claimed), slog.Int("ended", total.Ended))
 	return resp, nil
+}
+
+func (h *DrainerHandler) claimUntil(ctx context.Context) time.Time {
+	until := h.Budget.ClaimUntil(ctx, h.Clock)
+	if left := until.Sub(h.Clock.Now()); h.WriteMargin > 0 && left <= h.WriteMargin {
+		h.Log.ErrorContext(ctx, "the invocation is too short to start any attempt: raise the function's timeout above the write margin",
+			slog.Duration("time_left", left), slog.Duration("write_margin", h.WriteMargin))
+	}
+	return until
 }
 
 var errOutOfTime = errors.New("claim deadline reached before the partition was drained")

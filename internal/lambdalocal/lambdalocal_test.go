@@ -1,0 +1,405 @@
+//go:build lambdalocal
+
+package lambdalocal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awseventbridge "github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/adapters/email"
+	"github.com/ferryhq/ferry/internal/adapters/eventbridge"
+	"github.com/ferryhq/ferry/internal/adapters/ssrfguard"
+	"github.com/ferryhq/ferry/internal/adapters/webhook"
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/devstack"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// The drainer, reaper and retention work on table; the enqueue function on
+// apiTable, so that the API samples (which name the ids a fresh table
+// gives) and their public webhook URLs never meet the drainer.
+const (
+	table    = "ferry"
+	apiTable = "ferry-api"
+)
+
+// repoRoot is two levels up from this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	return filepath.Join(wd, "..", "..")
+}
+
+// build compiles pkg as a Lambda bootstrap (or a plain binary) for the
+// local architecture, with the flags `make build` uses.
+func build(t *testing.T, root, pkg, out string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	outb, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", pkg, outb)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// waitListening dials addr until it answers, at most 200 times 25 ms.
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	for range 200 {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on %s", addr)
+}
+
+// syncBuffer collects a child process's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start runs a child process until the test ends.
+func start(t *testing.T, env []string, out io.Writer, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = env
+	cmd.Stdout = out
+	cmd.Stderr = out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return cmd
+}
+
+// fakeAWS answers the provider calls the functions make: SES v2 SendEmail,
+// Secrets Manager GetSecretValue and EventBridge PutEvents. Anything else
+// is refused, so a forgotten endpoint fails loudly instead of leaving the
+// machine.
+type fakeAWS struct {
+	mu     sync.Mutex
+	emails int
+	events int
+	other  []string
+}
+
+func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	target := r.Header.Get("X-Amz-Target")
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v2/email/outbound-emails":
+		f.emails++
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"MessageId":"local-%d"}`, f.emails)
+	case target == "secretsmanager.GetSecretValue":
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprint(w, `{"Name":"ferry/webhook/default","SecretString":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`)
+	case target == "AWSEvents.PutEvents":
+		f.events++
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprintf(w, `{"Entries":[{"EventId":"local-%d"}],"FailedEntryCount":0}`, f.events)
+	default:
+		f.other = append(f.other, r.Method+" "+r.URL.Path+" "+target)
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"__type":"UnrecognizedClientException","message":"not served by the lambda-local stand-in"}`)
+	}
+}
+
+// function is one bootstrap under the emulator.
+type function struct {
+	name    string
+	addr    string
+	size    int64
+	invokes []time.Duration
+	out     *syncBuffer
+}
+
+func (f *function) invoke(t *testing.T, payload []byte) []byte {
+	t.Helper()
+	url := "http://" + f.addr + "/2015-03-31/functions/function/invocations"
+	began := time.Now()
+	resp, err := http.Post(url, "application/json", bytes.NewReader(payload))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	f.invokes = append(f.invokes, time.Since(began))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s\n%s", f.name, body, f.out.String())
+	require.NotContains(t, string(body), `"errorType"`, "%s answered an error: %s\n%s", f.name, body, f.out.String())
+	return body
+}
+
+// seedRegistry validates the seeded actions like the enqueue function,
+// except that it lets a webhook name a loopback address: the drainer in
+// Lambda must then refuse it at dial time.
+func seedRegistry(t *testing.T) *outbox.Registry {
+	t.Helper()
+	reg := outbox.NewRegistry()
+	secrets, err := webhook.NewStaticSecrets(nil)
+	require.NoError(t, err)
+	wh, err := webhook.New(webhook.Options{Secrets: secrets, Policy: ssrfguard.Policy{AllowPrivate: true}})
+	require.NoError(t, err)
+	em, err := email.New(email.Options{Sender: sesv2.NewFromConfig(aws.Config{})})
+	require.NoError(t, err)
+	eb, err := eventbridge.New(eventbridge.Options{Client: awseventbridge.NewFromConfig(aws.Config{})})
+	require.NoError(t, err)
+	for _, a := range []outbox.Adapter{wh, em, eb} {
+		require.NoError(t, reg.Register(a))
+	}
+	return reg
+}
+
+func readEvent(t *testing.T, root, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "events", name))
+	require.NoError(t, err)
+	return raw
+}
+
+func TestFunctionsUnderTheEmulator(t *testing.T) {
+	rie := os.Getenv("LAMBDA_RIE")
+	if rie == "" {
+		t.Fatal("LAMBDA_RIE must name the aws-lambda-rie binary (make lambda-local installs it)")
+	}
+	root := repoRoot(t)
+	bin := t.TempDir()
+
+	// Build every function and the ferry command.
+	names := []string{"enqueue", "drainer", "reaper", "retention"}
+	for _, n := range names {
+		build(t, root, "./functions/"+n, filepath.Join(bin, n, "bootstrap"))
+	}
+	build(t, root, "./cmd/ferry", filepath.Join(bin, "ferry"))
+
+	// The embedded DynamoDB over HTTP, and the table.
+	ddbAddr := freeAddr(t)
+	ddbOut := &syncBuffer{}
+	start(t, os.Environ(), ddbOut, filepath.Join(bin, "ferry"), "dynamodb", "--addr", ddbAddr)
+	waitListening(t, ddbAddr)
+	ddbURL := "http://" + ddbAddr
+	for _, name := range []string{table, apiTable} {
+		create := exec.Command(filepath.Join(bin, "ferry"), "table", "create", "--dynamodb-endpoint", ddbURL, "--table", name)
+		out, err := create.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+
+	fake := &fakeAWS{}
+	fakeSrv := httptest.NewServer(fake)
+	defer fakeSrv.Close()
+
+	// The functions' environment: everything AWS points at loopback.
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME"),
+		"LOG_LEVEL=debug",
+		"AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=lambdalocal",
+		"AWS_SECRET_ACCESS_KEY=lambdalocal",
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ENDPOINT_URL=" + fakeSrv.URL,
+		"AWS_ENDPOINT_URL_DYNAMODB=" + ddbURL,
+		"FERRY_WRITE_MARGIN=20s",
+		`FERRY_IAM_WORKSPACES={"arn:aws:iam::123456789012:role/ferry-ops":["default"]}`,
+	}
+
+	// Actions the drainer will carry out, enqueued through the engine on
+	// the same endpoint: an email (SES stand-in: DONE), an event
+	// (EventBridge stand-in: DONE) and a webhook to a loopback address
+	// (refused at dial time in Lambda: FAILED, DESTINATION_FORBIDDEN).
+	ctx := context.Background()
+	reg := seedRegistry(t)
+	eng, err := outbox.New(devstack.RemoteDynamoDB(ddbURL), clock.System{}, reg, outbox.Config{Table: table})
+	require.NoError(t, err)
+	seeded := map[string]string{}
+	for kind, payload := range map[string]string{
+		"email":       `{"from":"shop@example.com","to":["ann@example.com"],"subject":"Order","text":"payload-secret-email"}`,
+		"eventbridge": `{"event_bus":"default","source":"shop","detail_type":"OrderShipped","detail":{"order":"payload-secret-event"}}`,
+		"webhook":     `{"url":"http://127.0.0.1:9/hook","body":{"order":"payload-secret-hook"}}`,
+	} {
+		res, err := eng.Enqueue(ctx, outbox.EnqueueParams{Kind: kind, WorkspaceID: "default", Payload: json.RawMessage(payload)})
+		require.NoError(t, err, kind)
+		seeded[kind] = res.Action.ID
+	}
+
+	funcs := map[string]*function{}
+	for _, n := range names {
+		f := &function{name: n, addr: freeAddr(t), out: &syncBuffer{}}
+		st, err := os.Stat(filepath.Join(bin, n, "bootstrap"))
+		require.NoError(t, err)
+		f.size = st.Size()
+		tbl := table
+		if n == "enqueue" {
+			tbl = apiTable
+		}
+		fenv := append(append([]string{}, env...), "AWS_LAMBDA_FUNCTION_NAME=ferry-"+n, "FERRY_TABLE="+tbl)
+		start(t, fenv, f.out, rie,
+			"--runtime-interface-emulator-address", f.addr,
+			"--runtime-api-address", freeAddr(t),
+			filepath.Join(bin, n, "bootstrap"))
+		waitListening(t, f.addr)
+		funcs[n] = f
+	}
+
+	t.Run("DrainerSchedule", func(t *testing.T) {
+		var resp struct{ Claimed, Ended int }
+		require.NoError(t, json.Unmarshal(funcs["drainer"].invoke(t, readEvent(t, root, "eventbridge-schedule.json")), &resp))
+		require.GreaterOrEqual(t, resp.Ended, 3, "the seeded actions end")
+
+		for kind, want := range map[string]struct {
+			state  outbox.State
+			reason outbox.StopReason
+		}{
+			"email":       {outbox.StateDONE, outbox.StopDone},
+			"eventbridge": {outbox.StateDONE, outbox.StopDone},
+			"webhook":     {outbox.StateFAILED, outbox.StopDestinationForbidden},
+		} {
+			a, err := eng.ActionGet(ctx, seeded[kind])
+			require.NoError(t, err)
+			require.Equal(t, want.state, a.State, kind)
+			require.Equal(t, want.reason, a.StopReason, kind)
+		}
+		fake.mu.Lock()
+		require.Equal(t, 1, fake.emails)
+		require.Equal(t, 1, fake.events)
+		fake.mu.Unlock()
+	})
+
+	t.Run("DrainerStream", func(t *testing.T) {
+		var resp struct {
+			BatchItemFailures []json.RawMessage `json:"batchItemFailures"`
+		}
+		require.NoError(t, json.Unmarshal(funcs["drainer"].invoke(t, readEvent(t, root, "dynamodb-stream.json")), &resp))
+		require.NotNil(t, resp.BatchItemFailures)
+		require.Empty(t, resp.BatchItemFailures)
+	})
+
+	t.Run("Enqueue", func(t *testing.T) {
+		f := funcs["enqueue"]
+		for _, c := range []struct {
+			event  string
+			status int
+		}{
+			{"apigw-healthz.json", 200},
+			{"apigw-openapi.json", 200},
+			{"apigw-enqueue.json", 201},
+			{"apigw-get-action.json", 200},
+			{"apigw-list-actions.json", 200},
+			{"apigw-admit-action.json", 200},
+			{"apigw-cancel-action.json", 200},
+			{"apigw-enqueue-batch.json", 201},
+			{"apigw-erase-subject.json", 200},
+		} {
+			var resp struct {
+				StatusCode int    `json:"statusCode"`
+				Body       string `json:"body"`
+			}
+			require.NoError(t, json.Unmarshal(f.invoke(t, readEvent(t, root, c.event)), &resp))
+			require.Equal(t, c.status, resp.StatusCode, "%s: %s", c.event, resp.Body)
+		}
+		// The table: the sampled action was admitted, cancelled, then
+		// erased with its subject; the batch's laned action waits.
+		api, err := outbox.New(devstack.RemoteDynamoDB(ddbURL), clock.System{}, seedRegistry(t), outbox.Config{Table: apiTable})
+		require.NoError(t, err)
+		_, err = api.ActionGet(ctx, "11-1")
+		require.ErrorIs(t, err, outbox.ErrNotFound)
+		list, err := api.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "default", State: outbox.StateADMITTED, Limit: 50})
+		require.NoError(t, err)
+		lanes := map[string]bool{}
+		for _, a := range list.Actions {
+			lanes[a.LaneKey] = true
+		}
+		require.True(t, lanes["order-43"], "the batch's action is in the table: %+v", list.Actions)
+	})
+
+	t.Run("ReaperAndRetention", func(t *testing.T) {
+		for _, n := range []string{"reaper", "retention"} {
+			for range 2 {
+				var resp map[string]any
+				require.NoError(t, json.Unmarshal(funcs[n].invoke(t, readEvent(t, root, "eventbridge-schedule.json")), &resp))
+				require.NotEmpty(t, resp, n)
+			}
+		}
+	})
+
+	t.Run("LogsHoldNoPayload", func(t *testing.T) {
+		for _, f := range funcs {
+			logs := f.out.String()
+			for _, secret := range []string{"payload-secret-email", "payload-secret-event", "payload-secret-hook", "ann@example.com"} {
+				require.NotContains(t, logs, secret, f.name)
+			}
+		}
+		require.Contains(t, funcs["drainer"].out.String(), `"action.id":"`+seeded["email"]+`"`)
+		require.Contains(t, funcs["drainer"].out.String(), `"Namespace":"Ferry"`)
+		fake.mu.Lock()
+		require.Empty(t, fake.other, "calls the stand-in does not serve")
+		fake.mu.Unlock()
+	})
+
+	// The figures: sizes, first (cold) and later (warm) invocations.
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nLambda bootstraps under the emulator (%s/%s):\n", runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&b, "  %-10s %10s %12s %12s\n", "function", "size MB", "cold ms", "warm ms")
+	for _, n := range names {
+		f := funcs[n]
+		if len(f.invokes) < 2 {
+			continue
+		}
+		fmt.Fprintf(&b, "  %-10s %10.1f %12.1f %12.1f\n", n, float64(f.size)/1e6,
+			float64(f.invokes[0].Microseconds())/1e3, float64(f.invokes[1].Microseconds())/1e3)
+	}
+	fmt.Print(b.String())
+}
