@@ -33,7 +33,6 @@ type tokenRecord struct {
 	token  string
 	digest [32]byte
 	at     time.Time
-	out    *dynamodb.TransactWriteItemsOutput
 }
 
 // txAction is one parsed action of a TransactWriteItems request.
@@ -176,7 +175,7 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 			if rec.digest != digest {
 				return nil, &types.IdempotentParameterMismatchException{Message: aws.String("Request token has already been used with different parameters")}
 			}
-			return rec.out, nil
+			return db.replayTransaction(in, actions, tableNames, keys), nil
 		}
 	}
 	reqBytes := 0
@@ -283,7 +282,7 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 	}
 	out := &dynamodb.TransactWriteItemsOutput{ConsumedCapacity: u.report(in.ReturnConsumedCapacity)}
 	if token != "" {
-		rec := tokenRecord{token: token, digest: digest, at: now, out: out}
+		rec := tokenRecord{token: token, digest: digest, at: now}
 		db.tokens[token] = rec
 		db.tokenOrder = append(db.tokenOrder, rec)
 	}
@@ -464,4 +463,34 @@ func faultReason(k FaultKind) types.CancellationReason {
 		return types.CancellationReason{Code: aws.String(reasonThrottling), Message: aws.String("Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so please try again shortly.")}
 	}
 	return types.CancellationReason{Code: aws.String(reasonTransactionConflict), Message: aws.String("Transaction is ongoing for the item")}
+}
+
+// replayTransaction answers a repeated request with an idempotency token
+// without applying it again. "Subsequent TransactWriteItems calls with the
+// same client token return the number of read capacity units consumed in
+// reading the item" (TransactWriteItems API reference).
+func (db *DB) replayTransaction(in *dynamodb.TransactWriteItemsInput, actions []*txAction, tableNames []string, keys []Item) *dynamodb.TransactWriteItemsOutput {
+	var u usage
+	defer db.record(&u)
+	for i, a := range actions {
+		t, err := db.table(tableNames[i])
+		if err != nil {
+			continue
+		}
+		var key []byte
+		if a.put != nil {
+			key, err = t.schema.itemKey(a.put)
+		} else {
+			key, err = t.schema.keyOf(keys[i])
+		}
+		if err != nil {
+			continue
+		}
+		size := 0
+		if e, ok := t.get(key); ok {
+			size = int(e.size)
+		}
+		u.of(t).read += readUnits(size, true)
+	}
+	return &dynamodb.TransactWriteItemsOutput{ConsumedCapacity: u.report(in.ReturnConsumedCapacity)}
 }
