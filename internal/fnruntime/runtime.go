@@ -2,9 +2,13 @@ package fnruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -23,10 +27,23 @@ import (
 	"github.com/ferryhq/ferry/internal/telemetry"
 )
 
-// EnvWebhookSecretName is the Secrets Manager name format of each
-// workspace's webhook signing secrets (fmt verb %s: the workspace), default
-// webhook.DefaultSecretNameFormat ("ferry/webhook/%s").
-const EnvWebhookSecretName = "FERRY_WEBHOOK_SECRET_NAME"
+// The variables only some functions read (docs/deploy.md names what the
+// CDK stack sets).
+const (
+	// EnvWebhookSecretsARN names the Secrets Manager secret holding the
+	// webhook signing secrets ("whsec_…", newest first, white-space
+	// separated): one ARN or name for every workspace, or a name format
+	// whose %s is the workspace. Default webhook.DefaultSecretNameFormat
+	// ("ferry/webhook/%s"). Drainer.
+	EnvWebhookSecretsARN = "FERRY_WEBHOOK_SECRETS_ARN"
+	// EnvRetention is how long ended actions are kept (a Go duration such
+	// as 720h); default the engine's 30 days. Retention (all functions
+	// accept it).
+	EnvRetention = "FERRY_RETENTION"
+	// EnvRowCap is how many ended actions are kept at most; default the
+	// engine's 500000. Retention (all functions accept it).
+	EnvRowCap = "FERRY_ROW_CAP"
+)
 
 // Runtime is what a function's handler is built from.
 type Runtime struct {
@@ -64,7 +81,11 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 	if err != nil {
 		return nil, err
 	}
-	engine, err := outbox.New(dynamodb.NewFromConfig(awsCfg), clk, reg, cfg.Outbox(), outbox.WithObserver(obs))
+	ocfg := cfg.Outbox()
+	if err := retentionConfig(getenv, &ocfg); err != nil {
+		return nil, err
+	}
+	engine, err := outbox.New(dynamodb.NewFromConfig(awsCfg), clk, reg, ocfg, outbox.WithObserver(obs))
 	if err != nil {
 		return nil, fmt.Errorf("error building the engine: %w", err)
 	}
@@ -82,7 +103,7 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 // decides whether a call may be repeated. Building it makes no request.
 func Registry(awsCfg aws.Config, clk clock.Clock, getenv func(string) string) (*outbox.Registry, error) {
 	reg := outbox.NewRegistry()
-	secrets := webhook.NewSecretsManagerSource(secretsmanager.NewFromConfig(awsCfg), getenv(EnvWebhookSecretName), clk, 0)
+	secrets := webhook.NewSecretsManagerSource(secretsmanager.NewFromConfig(awsCfg), secretNameFormat(getenv(EnvWebhookSecretsARN)), clk, 0)
 	wh, err := webhook.New(webhook.Options{Secrets: secrets, Clock: clk})
 	if err != nil {
 		return nil, fmt.Errorf("error building the webhook adapter: %w", err)
@@ -111,4 +132,37 @@ func Registry(awsCfg aws.Config, clk clock.Clock, getenv func(string) string) (*
 		return nil, err
 	}
 	return reg, nil
+}
+
+// secretNameFormat turns FERRY_WEBHOOK_SECRETS_ARN into the source's name
+// format: a value without %s names one secret for every workspace (the
+// "%.0s" verb consumes the workspace and prints nothing).
+func secretNameFormat(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "" || strings.Contains(v, "%s") {
+		return v
+	}
+	return strings.ReplaceAll(v, "%", "%%") + "%.0s"
+}
+
+// retentionConfig reads FERRY_RETENTION and FERRY_ROW_CAP into c.
+func retentionConfig(getenv func(string) string, c *outbox.Config) error {
+	var errs []error
+	if v := strings.TrimSpace(getenv(EnvRetention)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, &fnconfig.EnvError{Var: EnvRetention, Value: v, Reason: "must be a positive duration (e.g. 720h)"})
+		} else {
+			c.Retention = d
+		}
+	}
+	if v := strings.TrimSpace(getenv(EnvRowCap)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, &fnconfig.EnvError{Var: EnvRowCap, Value: v, Reason: "must be a positive integer"})
+		} else {
+			c.RowCap = n
+		}
+	}
+	return errors.Join(errs...)
 }

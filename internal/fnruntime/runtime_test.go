@@ -1,0 +1,63 @@
+package fnruntime
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RefusesNamingTheVariable", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			env  map[string]string
+			name string
+		}{
+			{map[string]string{}, "FERRY_TABLE"},
+			{map[string]string{"FERRY_TABLE": "t", "FERRY_RETENTION": "soon"}, "FERRY_RETENTION"},
+			{map[string]string{"FERRY_TABLE": "t", "FERRY_ROW_CAP": "-1"}, "FERRY_ROW_CAP"},
+			{map[string]string{"FERRY_TABLE": "t", "FERRY_LEASE": "1s"}, "FERRY_WRITE_MARGIN"},
+		} {
+			_, err := New(context.Background(), "drainer", env(c.env))
+			require.ErrorContains(t, err, c.name)
+		}
+	})
+
+	t.Run("ReadsTheEngineConfig", func(t *testing.T) {
+		t.Parallel()
+		rt, err := New(context.Background(), "retention", env(map[string]string{
+			"FERRY_TABLE": "ferry", "FERRY_PARTITIONS": "8", "FERRY_RETENTION": "720h", "FERRY_ROW_CAP": "1000",
+			"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+		}))
+		require.NoError(t, err)
+		c := rt.Engine.Config()
+		require.Equal(t, "ferry", c.Table)
+		require.Equal(t, 8, c.Partitions)
+		require.Equal(t, 1000, c.RowCap)
+		require.Equal(t, "720h0m0s", c.Retention.String())
+		for _, kind := range []string{"webhook", "email", "eventbridge"} {
+			_, ok := rt.Engine.Registry().Lookup(kind)
+			require.True(t, ok, kind)
+		}
+		var _ outbox.Observer = rt.Obs
+	})
+}
+
+func TestSecretNameFormat(t *testing.T) {
+	t.Parallel()
+	arn := "arn:aws:secretsmanager:eu-west-1:111122223333:secret:ferry/webhooks-AbCdEf"
+	require.Equal(t, arn, fmt.Sprintf(secretNameFormat(arn), "default"))
+	require.Equal(t, "ferry/webhook/default", fmt.Sprintf(secretNameFormat("ferry/webhook/%s"), "default"))
+	require.Equal(t, "100%x", fmt.Sprintf(secretNameFormat("100%x"), "ws"))
+	require.Equal(t, "", secretNameFormat(""))
+}
