@@ -429,10 +429,16 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		}}}
 		type pos struct{ g, m int }
 		at := map[int]pos{}
+		checked := map[int64]int{} // predecessor seq -> its check's index
 		for gi, g := range groups {
-			if g[0].a.PrevSeq != 0 {
-				at[len(items)] = pos{gi, -1}
-				items = append(items, e.predecessorCheck(p, g[0].a.PrevSeq))
+			if prev := g[0].a.PrevSeq; prev != 0 {
+				// A transaction may name an item once: groups with the same
+				// predecessor (a lane forked by erasure) share its check.
+				if _, dup := checked[prev]; !dup {
+					checked[prev] = len(items)
+					at[len(items)] = pos{gi, -1}
+					items = append(items, e.predecessorCheck(p, prev))
+				}
 			}
 			for mi, c := range g {
 				at[len(items)] = pos{gi, mi}
