@@ -166,7 +166,7 @@ var _ = register("AtMostOnceWhoseWriteStartedIsNeverClaimedAgain", func(ctx cont
 	require.Empty(t, res.Groups)
 	tb.drain(t)
 	require.Equal(t, 1, tb.rec.Execs(a.ID))
-	rr, err := tb.e.Reap(ctx)
+	rr, err := tb.settled().Reap(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, rr.Uncertain)
 	got = tb.get(t, a.ID)
@@ -188,7 +188,7 @@ var _ = register("ErasureDuringAttemptMakesFenceRefuse", func(ctx context.Contex
 	a := tb.enqueue(t, outbox.EnqueueParams{SubjectID: "alice", IdempotencyKey: "k1", Payload: Payload(Script{Prepare: "hook"})})
 	keep := tb.enqueue(t, outbox.EnqueueParams{SubjectID: "bob"})
 	tb.rec.PrepareHook = func(att *outbox.Attempt) {
-		n, err := tb.e.EraseSubject(ctx, "ws", "alice")
+		n, err := tb.settled().EraseSubject(ctx, "ws", "alice")
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 	}
@@ -246,7 +246,7 @@ var _ = register("DrainHelperRunsEverythingDue", func(ctx context.Context, t *te
 		all = append(all, tb.enqueue(t, p).ID)
 	}
 	rb := tb.enqueue(t, outbox.EnqueueParams{Kind: KindRB, Payload: Payload(Script{Do: []string{"reread"}, ReadBack: "done"})})
-	require.NoError(t, tb.e.Drain(ctx))
+	require.NoError(t, tb.settled().Drain(ctx))
 	for _, id := range append(all, rb.ID) {
 		require.Equal(t, outbox.StateDONE, tb.get(t, id).State, id)
 	}

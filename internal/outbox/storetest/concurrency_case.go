@@ -145,6 +145,7 @@ var _ = register("ConcurrentEnqueueAndDrainers", func(ctx context.Context, t *te
 	require.Len(t, all, total)
 	for round := 0; obs.count() < total && round < 40; round++ {
 		tb.b.Clock.Advance(tb.cfg.RetryCap + tb.cfg.Lease)
+		tb.settled()
 		var rw sync.WaitGroup
 		for d := range drainers {
 			rw.Add(1)

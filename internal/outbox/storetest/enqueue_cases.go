@@ -29,11 +29,11 @@ var _ = register("IdempotentEnqueue", func(ctx context.Context, t *testing.T, nb
 	require.NoError(t, err)
 	require.False(t, other.Existing)
 	// Only one action of the lane exists in ws: the second enqueue changed nothing.
-	l, err := tb.e.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", LaneKey: "L"})
+	l, err := tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", LaneKey: "L"})
 	require.NoError(t, err)
 	require.Len(t, l.Actions, 1)
 	// Still the first after it ended.
-	require.NoError(t, tb.e.Drain(ctx))
+	require.NoError(t, tb.settled().Drain(ctx))
 	p.WorkspaceID = "ws"
 	after, err := tb.e.Enqueue(ctx, p)
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ var _ = register("BatchEnqueueIsAllOrNothing", func(ctx context.Context, t *test
 	bad.Kind = "nope"
 	_, err := tb.e.EnqueueBatch(ctx, []outbox.EnqueueParams{ok, ok, bad})
 	require.ErrorIs(t, err, outbox.ErrUnknownKind)
-	l, err := tb.e.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws"})
+	l, err := tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws"})
 	require.NoError(t, err)
 	require.Empty(t, l.Actions)
 
@@ -59,7 +59,7 @@ var _ = register("BatchEnqueueIsAllOrNothing", func(ctx context.Context, t *test
 	_, err = tb.e.EnqueueBatch(ctx, []outbox.EnqueueParams{dup, dup})
 	var ve *outbox.ValidationError
 	require.True(t, errors.As(err, &ve))
-	l, err = tb.e.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws"})
+	l, err = tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws"})
 	require.NoError(t, err)
 	require.Empty(t, l.Actions)
 
@@ -144,7 +144,7 @@ var _ = register("ListPagesWithCursor", func(ctx context.Context, t *testing.T, 
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 0; page < 10; page++ {
-		r, err := tb.e.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", Limit: 3, Cursor: cursor})
+		r, err := tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", Limit: 3, Cursor: cursor})
 		require.NoError(t, err)
 		for _, a := range r.Actions {
 			require.False(t, seen[a.ID])
@@ -156,7 +156,7 @@ var _ = register("ListPagesWithCursor", func(ctx context.Context, t *testing.T, 
 		cursor = r.NextCursor
 	}
 	require.Len(t, seen, 7)
-	r, err := tb.e.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", LaneKey: "L"})
+	r, err := tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", LaneKey: "L"})
 	require.NoError(t, err)
 	require.Len(t, r.Actions, 4)
 })
@@ -172,7 +172,7 @@ var _ = register("ExpiryTouchesOnlyUnstartedActions", func(ctx context.Context, 
 	later := tb.enqueue(t, outbox.EnqueueParams{ExpiresAt: exp.Add(time.Hour), Propose: true})
 	// The running one is held under its lease when the expiry passes.
 	tb.b.Clock.Set(exp.Add(time.Second))
-	rr, err := tb.e.Reap(ctx)
+	rr, err := tb.settled().Reap(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, rr.Expired)
 	for _, id := range []string{waiting.ID, proposed.ID} {

@@ -18,6 +18,11 @@ type Backend struct {
 	DB    outbox.DynamoDB
 	Clock *clock.Manual // the engine's clock; an embedded DynamoDB shares it
 	Table string        // a table name not used before; the suite creates it
+	// IndexLag is how long the backend's global secondary indexes may lag
+	// its table in real time (a real DynamoDB: about a second). The suite
+	// waits that long before each step that reads an index; the embedded
+	// DynamoDB needs no wait.
+	IndexLag time.Duration
 }
 
 // NewBackend returns a fresh backend for one test.
@@ -50,6 +55,19 @@ func setup(ctx context.Context, t *testing.T, nb NewBackend, mod func(*outbox.Co
 	return &bundle{ctx: ctx, b: b, rec: rec, e: e, newer: newer, cfg: e.Config()}
 }
 
+// settled waits out the backend's index lag and returns the engine.
+func (tb *bundle) settled() *outbox.Engine {
+	if tb.b.IndexLag > 0 {
+		time.Sleep(tb.b.IndexLag)
+	}
+	return tb.e
+}
+
+func (tb *bundle) settledNewer() *outbox.Engine {
+	tb.settled()
+	return tb.newer
+}
+
 func (tb *bundle) enqueue(t *testing.T, p outbox.EnqueueParams) outbox.Action {
 	t.Helper()
 	if p.Kind == "" {
@@ -77,6 +95,7 @@ func (tb *bundle) get(t *testing.T, id string) outbox.Action {
 // claim takes partition p's fence as a fresh owner and claims.
 func (tb *bundle) claim(t *testing.T, p, limit int) (*outbox.ClaimResult, string, int64) {
 	t.Helper()
+	tb.settled()
 	owner := fmt.Sprintf("owner-%d", tb.owner.Add(1))
 	v, err := tb.e.FenceTake(tb.ctx, p, owner, tb.b.Clock.Now().Add(time.Minute))
 	require.NoError(t, err)
@@ -102,7 +121,7 @@ func (tb *bundle) drain(t *testing.T) *outbox.DrainResult {
 	t.Helper()
 	var total outbox.DrainResult
 	for p := 0; p < tb.cfg.Partitions; p++ {
-		r, err := tb.e.DrainPartition(tb.ctx, p, outbox.DrainParams{Concurrency: 2})
+		r, err := tb.settled().DrainPartition(tb.ctx, p, outbox.DrainParams{Concurrency: 2})
 		require.NoError(t, err)
 		total.Claimed += r.Claimed
 		total.Ended += r.Ended

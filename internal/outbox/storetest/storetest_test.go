@@ -65,7 +65,7 @@ func TestEndpoint(t *testing.T) {
 		t.Cleanup(func() {
 			_, _ = db.DeleteTable(context.WithoutCancel(context.Background()), &dynamodb.DeleteTableInput{TableName: &name})
 		})
-		return storetest.Backend{DB: db, Clock: clock.NewManual(time.Now().UTC().Truncate(time.Second)), Table: name}
+		return storetest.Backend{DB: db, Clock: clock.NewManual(time.Now().UTC().Truncate(time.Second)), Table: name, IndexLag: 2 * time.Second}
 	})
 }
 
