@@ -56,8 +56,8 @@ func ferryMetric(name, statistic string) awscloudwatch.Metric {
 // TableGrants), watched by the throttle and system-error alarms.
 var TableOperations = []awsdynamodb.Operation{
 	awsdynamodb.Operation_GET_ITEM, awsdynamodb.Operation_PUT_ITEM, awsdynamodb.Operation_UPDATE_ITEM,
-	awsdynamodb.Operation_DELETE_ITEM, awsdynamodb.Operation_QUERY, awsdynamodb.Operation_BATCH_WRITE_ITEM,
-	awsdynamodb.Operation_TRANSACT_WRITE_ITEMS,
+	awsdynamodb.Operation_DELETE_ITEM, awsdynamodb.Operation_QUERY, awsdynamodb.Operation_SCAN,
+	awsdynamodb.Operation_BATCH_GET_ITEM, awsdynamodb.Operation_TRANSACT_WRITE_ITEMS,
 }
 
 // tableOperationsMetric sums the table's metric name (ThrottledRequests or

@@ -14,51 +14,55 @@ type TableGrant struct {
 }
 
 // TableGrants is, per function, exactly the DynamoDB actions its code calls
-// (docs/deploy.md, "Permissions", says why each is there). Transactions need
-// the action of each item they hold (PutItem, UpdateItem, DeleteItem,
-// ConditionCheckItem) besides TransactWriteItems itself.
+// (internal/outbox as of ADR 0002; docs/deploy.md, "Permissions", says why
+// each is there). A transaction needs the action of each item it holds
+// (UpdateItem, DeleteItem, ConditionCheckItem, PutItem) besides
+// TransactWriteItems itself.
 var TableGrants = map[FunctionName][]TableGrant{
-	// enqueue: enqueue (a conditional put, or a transaction with the seq
-	// counter, lane tail and idempotency record), get and list (GetItem,
-	// Query on the table), admit and cancel (UpdateItem), and erasure (Query
-	// on the subject index, then deletes).
+	// enqueue serves the HTTP API: enqueue (a conditional PutItem, or a
+	// transaction putting the action, lane tail and idempotency record; seq
+	// blocks by UpdateItem; a stale idempotency record is read and deleted),
+	// get (GetItem), list (Query by lane, Scan without one), admit
+	// (UpdateItem), cancel (ends the action: UpdateItem, or a transaction
+	// with the lane tail's delete, after walking ended lane members with
+	// BatchGetItem) and erasure (Query on the subject index, tombstones by
+	// UpdateItem, deletes).
 	FunctionEnqueue: {
 		{Actions: []string{
-			"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
-			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query",
-			"dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
+			"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
+			"dynamodb:Query", "dynamodb:Scan", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
 		}},
 		{Index: IndexSubject, Actions: []string{"dynamodb:Query"}},
 	},
-	// drainer: candidates from the due index, the claim transaction (fence
-	// check, per-action updates, predecessor checks), the fence and outcome
-	// writes, and the lane-tail delete when a lane's last action ends.
+	// drainer: the claim fence (UpdateItem), candidates from the due index,
+	// predecessor prefetch and lane walks (BatchGetItem), the claim
+	// transaction (fence and predecessor ConditionChecks, per-action
+	// updates), consistent reads of claimed rows, the write fence and
+	// outcome writes, and the lane tail's delete when a lane's last action
+	// ends.
 	FunctionDrainer: {
 		{Actions: []string{
-			"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
+			"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
 			"dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
 		}},
 		{Index: IndexDue, Actions: []string{"dynamodb:Query"}},
 	},
-	// reaper: expired leases and unstarted expired actions from the due
-	// index, ended like the drainer ends them; the gauges are Query counts.
+	// reaper: expired leases and expired unstarted actions from the due
+	// index (the gauges come from the same pages), the base row's write
+	// fence (GetItem), and endings as the drainer writes them.
 	FunctionReaper: {
 		{Actions: []string{
-			"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
+			"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
 			"dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
 		}},
 		{Index: IndexDue, Actions: []string{"dynamodb:Query"}},
 	},
-	// retention: TTL-lagging and over-cap ended actions from the ended index
-	// (keys only, so GetItem reads the idempotency key), erasure through the
-	// subject index, and deletes.
+	// retention: expired ended actions from the ended index, deleted with
+	// their idempotency records (DeleteItem returns the old row); the row
+	// cap reads DescribeTable's item count first.
 	FunctionRetention: {
-		{Actions: []string{
-			"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
-			"dynamodb:GetItem", "dynamodb:TransactWriteItems",
-		}},
+		{Actions: []string{"dynamodb:DeleteItem", "dynamodb:DescribeTable"}},
 		{Index: IndexEnded, Actions: []string{"dynamodb:Query"}},
-		{Index: IndexSubject, Actions: []string{"dynamodb:Query"}},
 	},
 }
 

@@ -207,7 +207,7 @@ func TestTable(t *testing.T) {
 				},
 				"Projection": map[string]any{
 					"ProjectionType":   "INCLUDE",
-					"NonKeyAttributes": []any{"id", "kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "wsa", "xa"},
+					"NonKeyAttributes": []any{"id", "kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "xa", "nat", "own"},
 				},
 			},
 			map[string]any{
@@ -331,14 +331,14 @@ func TestRolePolicies(t *testing.T) {
 	want := map[FunctionName][]stmt{
 		FunctionEnqueue: {
 			logs(FunctionEnqueue),
-			{Actions: []string{"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
-				"dynamodb:PutItem", "dynamodb:Query", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem"}, Resources: []string{table}},
+			{Actions: []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
+				"dynamodb:Query", "dynamodb:Scan", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem"}, Resources: []string{table}},
 			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/subject"}},
 			kms, xray,
 		},
 		FunctionDrainer: {
 			logs(FunctionDrainer),
-			{Actions: []string{"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
+			{Actions: []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
 				"dynamodb:TransactWriteItems", "dynamodb:UpdateItem"}, Resources: []string{table}},
 			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/due"}},
 			{Actions: []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
@@ -352,17 +352,15 @@ func TestRolePolicies(t *testing.T) {
 		},
 		FunctionReaper: {
 			logs(FunctionReaper),
-			{Actions: []string{"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
+			{Actions: []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
 				"dynamodb:TransactWriteItems", "dynamodb:UpdateItem"}, Resources: []string{table}},
 			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/due"}},
 			kms, xray,
 		},
 		FunctionRetention: {
 			logs(FunctionRetention),
-			{Actions: []string{"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
-				"dynamodb:GetItem", "dynamodb:TransactWriteItems"}, Resources: []string{table}},
+			{Actions: []string{"dynamodb:DeleteItem", "dynamodb:DescribeTable"}, Resources: []string{table}},
 			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/ended"}},
-			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/subject"}},
 			kms, xray,
 		},
 	}
@@ -549,7 +547,7 @@ func TestAlarms(t *testing.T) {
 	throttles := s.props(t, s.stack.LogicalID(s.stack.Alarms["DynamoDBThrottles"]))["Metrics"].([]any)
 	require.Len(t, throttles, 1+len(TableOperations))
 	expr := throttles[0].(map[string]any)["Expression"].(string)
-	require.Equal(t, "FILL(getitem, 0) + FILL(putitem, 0) + FILL(updateitem, 0) + FILL(deleteitem, 0) + FILL(query, 0) + FILL(batchwriteitem, 0) + FILL(transactwriteitems, 0)", expr)
+	require.Equal(t, "FILL(getitem, 0) + FILL(putitem, 0) + FILL(updateitem, 0) + FILL(deleteitem, 0) + FILL(query, 0) + FILL(scan, 0) + FILL(batchgetitem, 0) + FILL(transactwriteitems, 0)", expr)
 	for _, m := range throttles[1:] {
 		stat := m.(map[string]any)["MetricStat"].(map[string]any)
 		metric := stat["Metric"].(map[string]any)

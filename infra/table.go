@@ -11,7 +11,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// This file is the stack's copy of docs/adr/0001-table-layout.md: every name
+// This file is the stack's copy of docs/adr/0001-table-layout.md as amended
+// by docs/adr/0002-engine-protocols-and-layout-changes.md: every name
 // the engine relies on (keys, indexes, projections, TTL, the stream and the
 // drainer's stream filter) is here and nowhere else in infra/, so an amended
 // ADR is one edit.
@@ -51,7 +52,8 @@ type TableIndex struct {
 var TableIndexes = []TableIndex{
 	{
 		Name: IndexDue, HashKey: AttrDuePK, SortKey: AttrDueSK,
-		Include: []string{"id", "kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "wsa", "xa"},
+		// ADR 0002: without the write fence (wsa), with nat and own.
+		Include: []string{"id", "kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "xa", "nat", "own"},
 	},
 	{Name: IndexSubject, HashKey: AttrSubPK, SortKey: AttrSK},
 	{Name: IndexEnded, HashKey: AttrEndPK, SortKey: AttrEndSK},
