@@ -166,3 +166,22 @@ var _ = register("EraseSubjectDeletesEveryState", func(ctx context.Context, t *t
 	require.NoError(t, err)
 	require.Zero(t, n, "another workspace's subject of the same name is not this one")
 })
+
+var _ = register("ReaperEndsExhaustedAfterAWriteAsUncertain", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	// An idempotent kind whose drainer died after its fence on the last attempt.
+	a := tb.enqueue(t, outbox.EnqueueParams{MaxAttempts: 1, Payload: Payload(Script{Do: []string{"crash"}})})
+	tb.drain(t)
+	held := tb.enqueue(t, outbox.EnqueueParams{})
+	tb.b.Clock.Advance(tb.cfg.Lease + time.Second)
+	res, _, _ := tb.claim(t, 0, 5)
+	require.Equal(t, [][]string{{held.ID}}, ids(res), "out of attempts: not reclaimed")
+	rr, err := tb.settled().Reap(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, rr.Exhausted)
+	got := tb.get(t, a.ID)
+	require.Equal(t, outbox.StateUNCERTAIN, got.State, "its write may have happened")
+	require.Equal(t, outbox.StopAttemptsExhausted, got.StopReason)
+	require.Equal(t, 1, rr.Gauges[0].ClaimedDepth, "held is under a live lease")
+	require.Zero(t, rr.Gauges[0].DueDepth)
+})
