@@ -173,10 +173,16 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action) (attemptReport,
 		}
 		rep.Fenced = true
 		att.Action.WriteStartedAt = a.WriteStartedAt
-		xctx, cancel := context.WithTimeout(ctx, e.cfg.WriteMargin-e.cfg.ClockSkew)
-		res = safeCall(spec.Class, true, func() Result { return ad.Execute(xctx, att) })
-		cancel()
-		res = normalizeResult(spec.Class, true, res)
+		if budget := e.callBudget(&a); budget > 0 {
+			xctx, cancel := context.WithTimeout(ctx, budget)
+			res = safeCall(spec.Class, true, func() Result { return ad.Execute(xctx, att) })
+			cancel()
+			res = normalizeResult(spec.Class, true, res)
+		} else {
+			// The fence landed with no lease left to call within: nothing
+			// was sent, so the fence goes with a retry.
+			res = Result{Outcome: OutcomeRetry, Err: errNoCallBudget}
+		}
 	} else if !readBack {
 		res = normalizeResult(spec.Class, false, res)
 	} else if res.Outcome == OutcomeReread {
@@ -282,4 +288,21 @@ func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*A
 		return nil, fmt.Errorf("action %s epoch %d owner %q: %w", held.ID, held.Epoch, held.Owner, ErrNotHeld)
 	}
 	return e.ActionGet(ctx, held.ID)
+}
+
+// errNoCallBudget is the cause recorded when the write fence landed too late
+// to call the provider within the lease.
+var errNoCallBudget = errors.New("write fence landed with no lease left for the provider call")
+
+// callBudget is how long the provider call may run: the write margin less
+// the clock skew, and never past the lease as another drainer's clock may
+// read it. The fence's margin condition was evaluated with the time the
+// request was built; a slow request can land with less lease left, so the
+// budget is taken again from the lease once the fence has landed.
+func (e *Engine) callBudget(a *Action) time.Duration {
+	budget := e.cfg.WriteMargin - e.cfg.ClockSkew
+	if left := a.LeaseExpiresAt.Sub(e.clk.Now()) - e.cfg.ClockSkew; left < budget {
+		budget = max(left, 0)
+	}
+	return budget
 }
