@@ -25,7 +25,7 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 		{"AcknowledgedButNotWritten", BreakDropPut, []string{"nothing-lost"}},
 		{"OldBuildTouchesUnknownRows", BreakOldBuildKnowsAll, []string{"rolling-upgrade"}},
 		{"ReaperBlind", BreakReaperBlind, []string{"liveness"}},
-		{"NoWriteMargin", BreakWriteMargin, []string{"fencing", "lanes"}},
+		{"NoWriteMargin", BreakWriteMargin, []string{"fence-margin"}},
 		{"ResendAfterAccept", BreakIdemResend, []string{"idempotent-duplicates"}},
 	}
 	for _, tc := range cases {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ferryhq/ferry/internal/outbox"
 )
@@ -116,8 +117,9 @@ func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	}
 	now := w.clk.Now()
 	w.checkCallStart(p, t, att)
+	deadline := w.callDeadline(ctx, att.Action.ID, now)
 	b := w.drawBehaviour()
-	rec := &callRec{tok: t, p: p, id: att.Action.ID, start: now, deadline: now.Add(w.cfg.WriteMargin - w.cfg.ClockSkew),
+	rec := &callRec{tok: t, p: p, id: att.Action.ID, start: now, deadline: deadline,
 		accepted: b.accept, inflight: true}
 	w.calls = append(w.calls, rec)
 	t.execs++
@@ -332,4 +334,28 @@ func (w *world) goneBetween(ids []string, id string) bool {
 		}
 	}
 	return false
+}
+
+// callDeadline is when the engine's context ends the provider call, on the
+// simulated clock: the engine sets a real timer just before the call, so the
+// time left on it now is (to the microseconds spent since) what it gave.
+// Invariant 7: the call must end before the lease, as another process's clock
+// may read it, runs out.
+func (w *world) callDeadline(ctx context.Context, id string, now time.Time) time.Time {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		w.violate("fence-margin", []string{id}, "provider call of %s without a deadline", id)
+		return now.Add(w.cfg.WriteMargin)
+	}
+	left := time.Until(dl).Truncate(time.Millisecond) + time.Millisecond
+	d := now.Add(left)
+	if r := w.rows[id]; r != nil && r.gone == "" {
+		lx := msTime(r.item, "lx")
+		// One millisecond of slack: the timer's remainder was rounded up.
+		if limit := lx.Add(-w.cfg.ClockSkew / 2); d.Add(-time.Millisecond).After(limit) {
+			w.violate("fence-margin", []string{id}, "provider call of %s may run until %s, after its lease %s less the clock skew",
+				id, fmtDur(d.Sub(epoch0)), fmtDur(lx.Sub(epoch0)))
+		}
+	}
+	return d
 }

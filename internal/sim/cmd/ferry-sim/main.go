@@ -18,9 +18,10 @@ func main() {
 	first := flag.Uint64("first", 1, "the first seed")
 	steps := flag.Int("steps", 500, "steps per seed")
 	seed := flag.Uint64("seed", 0, "replay this one seed and print its trace")
+	broken := flag.Uint("broken", 0, "run a deliberately broken variant (sim.Broken bits), to see a checker fail")
 	flag.Parse()
 	if *seed != 0 {
-		r := sim.Run(sim.Options{Seed: *seed, Steps: *steps})
+		r := sim.Run(sim.Options{Seed: *seed, Steps: *steps, Broken: sim.Broken(*broken)})
 		os.Stdout.Write(r.Trace)
 		if r.Failed() {
 			os.Exit(1)
@@ -28,7 +29,7 @@ func main() {
 		return
 	}
 	start := time.Now()
-	s := sim.RunMany(*first, *seeds, *steps, 0, func(done int) { bar(done, *seeds, start) })
+	s := sim.RunMany(*first, *seeds, *steps, sim.Broken(*broken), func(done int) { bar(done, *seeds, start) })
 	fmt.Fprintln(os.Stderr)
 	s.WriteTable(os.Stdout)
 	fmt.Printf("%-34s %12s\n", "wall time", time.Since(start).Round(time.Millisecond))
