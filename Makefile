@@ -75,6 +75,16 @@ else
 	$(GO) run ./internal/sim/cmd/ferry-sim -seeds $(SEEDS) -steps $(STEPS)
 endif
 
+# Benchmarks (cmd/ferry-bench, internal/bench): request units, calls,
+# latency under a 5 ms-per-call model, drain rate, drainer memory, bootstrap
+# sizes and emulator timings. Writes docs/benchmarks.md and its PNG chart.
+# Not part of test. BENCHFLAGS=-backlog=10000 scales the backlog down.
+BENCHFLAGS ?=
+
+.PHONY: bench
+bench: ## Measure what an action costs; write docs/benchmarks.md and docs/benchmarks.png
+	$(GO) run ./cmd/ferry-bench $(BENCHFLAGS)
+
 # The CDK app (infra/, its own Go module). infra-test synthesizes offline
 # through jsii (node, no npm); synth/diff/deploy use the aws-cdk CLI pinned in
 # infra/package-lock.json. docs/deploy.md explains them.

@@ -1,0 +1,173 @@
+// Command ferry-bench measures what a Ferry action costs on DynamoDB
+// (internal/bench), prints the tables and writes docs/benchmarks.md and
+// docs/benchmarks.png. `make bench` runs it from the repository root.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/internal/bench"
+)
+
+func main() {
+	if len(os.Args) == 4 && os.Args[1] == bench.ChildFlag {
+		batch, _ := strconv.Atoi(os.Args[3])
+		if err := bench.DrainerChild(context.Background(), os.Args[2], batch); err != nil {
+			fmt.Fprintln(os.Stderr, "drainer child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "ferry-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		md       = flag.String("md", "docs/benchmarks.md", "Markdown report to write ('' = none)")
+		pngPath  = flag.String("png", "docs/benchmarks.png", "PNG chart to write ('' = none)")
+		actions  = flag.Int("actions", 2000, "actions of the steady workloads")
+		backlog  = flag.Int("backlog", 100000, "actions of the backlog workload")
+		latN     = flag.Int("latency-actions", 3000, "actions of each latency run")
+		rate     = flag.Float64("rate", 10, "arrivals per second of the latency runs")
+		thrN     = flag.Int("drain-actions", 2000, "backlog of the drain-rate run")
+		rie      = flag.String("rie", "", "aws-lambda-rie binary for the emulator timings (default: $LAMBDA_RIE, then PATH, then ~/go/bin)")
+		noLambda = flag.Bool("no-lambda", false, "skip the bootstrap sizes and emulator timings")
+	)
+	flag.Parse()
+	ctx := context.Background()
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	res := &bench.Results{Date: time.Now(), Command: "make bench", Uname: sh("uname", "-a"), Nproc: sh("nproc"), GoVersion: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH}
+	if flag.NFlag() > 0 {
+		res.Command = "go run ./cmd/ferry-bench " + strings.Join(os.Args[1:], " ")
+	}
+	step := func(s string) { fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), s) }
+
+	step("calibrating a 1 KB action")
+	pl, err := bench.PayloadFor(ctx, 1024)
+	if err != nil {
+		return err
+	}
+	res.PayloadSize = pl
+	step("cost workloads")
+	res.Costs, err = bench.AllCosts(ctx, bench.CostOptions{Payload: pl, Actions: *actions, Backlog: *backlog}, func(s string) { step("  " + s) })
+	if err != nil {
+		return err
+	}
+	if *backlog < 100000 {
+		res.Notes = append(res.Notes, fmt.Sprintf("The backlog workload was scaled down to %d actions (-backlog); the issue asks for 100,000.", *backlog))
+	}
+	for _, stream := range []bool{true, false} {
+		step(fmt.Sprintf("latency (stream=%v)", stream))
+		l, err := bench.LatencyRun(ctx, stream, *latN, *rate, pl, 8)
+		if err != nil {
+			return err
+		}
+		res.Latency = append(res.Latency, l)
+	}
+	step("drain rate per partition (real 5 ms per call)")
+	t, err := bench.ThroughputRun(ctx, *thrN, 25, 4, pl)
+	if err != nil {
+		return err
+	}
+	res.Throughput = &t
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, b := range []int{25, 99} {
+		step(fmt.Sprintf("drainer memory, batch %d", b))
+		m, err := bench.MemoryRun(ctx, exe, 2000, b, pl)
+		if err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("Drainer memory at batch %d not measured: %v", b, err))
+			continue
+		}
+		res.Memory = append(res.Memory, m)
+	}
+	if !*noLambda {
+		step("bootstrap sizes")
+		bs, err := bench.BootstrapSizes(ctx, root)
+		if err != nil {
+			res.Notes = append(res.Notes, "Bootstrap sizes not measured: "+err.Error())
+		}
+		bin := findRIE(*rie)
+		if bin == "" {
+			res.Notes = append(res.Notes, "Emulator timings not measured: aws-lambda-rie not found (set LAMBDA_RIE).")
+		} else if len(bs) > 0 {
+			step("emulator timings (internal/lambdalocal)")
+			var tail string
+			bs, tail, err = bench.EmulatorTimes(ctx, root, bin, bs)
+			if err != nil {
+				res.Notes = append(res.Notes, "Emulator timings not measured: "+err.Error()+".")
+				fmt.Fprintln(os.Stderr, tail)
+			}
+		}
+		res.Bootstraps = bs
+	} else {
+		res.Notes = append(res.Notes, "Bootstrap sizes and emulator timings skipped (-no-lambda).")
+	}
+
+	var buf bytes.Buffer
+	res.Markdown(&buf)
+	fmt.Print(buf.String())
+	if *md != "" {
+		if err := os.WriteFile(*md, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	if *pngPath != "" {
+		f, err := os.Create(*pngPath)
+		if err != nil {
+			return err
+		}
+		if err := bench.Chart(f, res.Costs, "Ferry: write request units per delivered action (1 KB actions) - "+res.Date.UTC().Format("2006-01-02")); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sh(name string, args ...string) string {
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func findRIE(flagVal string) string {
+	for _, c := range []string{flagVal, os.Getenv("LAMBDA_RIE")} {
+		if c != "" {
+			return c
+		}
+	}
+	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		p := filepath.Join(home, "go", "bin", "aws-lambda-rie")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// The benchmark's kinds. Their adapters call no provider: they record when
+// the provider call would start and answer Done, so every unit counted is
+// the engine's.
+const (
+	KindWebhook = "webhook" // idempotent receiver, like the webhook adapter
+	KindEmail   = "email"   // at-most-once, like the SES email adapter
+)
+
+// provider records provider calls: when each action's first call started
+// and how many calls each action got.
+type provider struct {
+	clk   clock.Clock
+	mu    sync.Mutex
+	first map[string]time.Time
+	calls map[string]int
+	total int
+}
+
+func newProvider(clk clock.Clock) *provider {
+	return &provider{clk: clk, first: map[string]time.Time{}, calls: map[string]int{}}
+}
+
+func (p *provider) call(id string) {
+	now := p.clk.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.first[id]; !ok {
+		p.first[id] = now
+	}
+	p.calls[id]++
+	p.total++
+}
+
+// delivered is the number of distinct actions that reached the provider.
+func (p *provider) delivered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.first)
+}
+
+// duplicates is the number of provider calls beyond the first per action.
+func (p *provider) duplicates() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total - len(p.first)
+}
+
+func (p *provider) firstCall(id string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.first[id]
+	return t, ok
+}
+
+// stubAdapter is a kind of the given delivery class whose Execute records
+// the call and answers Done.
+type stubAdapter struct {
+	kind  string
+	class outbox.DeliveryClass
+	p     *provider
+}
+
+func (s stubAdapter) Spec() outbox.KindSpec {
+	return outbox.KindSpec{Name: s.kind, Class: s.class, VariantMode: outbox.SingleShape}
+}
+
+func (s stubAdapter) Validate(string, json.RawMessage) error { return nil }
+
+func (s stubAdapter) Execute(_ context.Context, att *outbox.Attempt) outbox.Result {
+	s.p.call(att.Action.ID)
+	return outbox.Done("m-" + strconv.FormatInt(att.Action.Seq, 36))
+}
+
+// registry returns a registry with the benchmark's kinds.
+func registry(p *provider) (*outbox.Registry, error) {
+	reg := outbox.NewRegistry()
+	for _, a := range []outbox.Adapter{
+		stubAdapter{kind: KindWebhook, class: outbox.IdempotentReceiver, p: p},
+		stubAdapter{kind: KindEmail, class: outbox.AtMostOnce, p: p},
+	} {
+		if err := reg.Register(a); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
