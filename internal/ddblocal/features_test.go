@@ -40,12 +40,15 @@ func TestTTLSweep(t *testing.T) {
 	b.put(t, map[string]types.AttributeValue{"pk": s("b"), "sk": s("1"), "ttl": n(fmt.Sprint(now + 100))})
 	b.put(t, map[string]types.AttributeValue{"pk": s("c"), "sk": s("1"), "ttl": s("not a number")})
 	b.put(t, map[string]types.AttributeValue{"pk": s("d"), "sk": s("1")})
+	// "Items with an expiration time older than five years are not deleted."
+	b.put(t, map[string]types.AttributeValue{"pk": s("e"), "sk": s("1"), "ttl": n(fmt.Sprint(now - 6*365*24*3600))})
 
 	require.Equal(t, 0, b.db.SweepTTL(), "the delay has not passed")
 	b.clock.Advance(time.Hour + time.Second)
 	require.Equal(t, 1, b.db.SweepTTL())
 	require.Nil(t, b.get(t, "a", "1"))
 	require.NotNil(t, b.get(t, "b", "1"))
+	require.NotNil(t, b.get(t, "e", "1"))
 	b.clock.Advance(2 * time.Minute)
 	// Moving the TTL later through an update keeps the item.
 	_, err = b.db.UpdateItem(b.ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tbl), Key: key("b", "1"), UpdateExpression: aws.String("SET #t = :t"),
