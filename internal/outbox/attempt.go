@@ -190,19 +190,22 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action) (attemptReport,
 	}
 	rep.Outcome = res.Outcome
 	d := decide(res, a.Attempt, a.MaxAttempts, time.Duration(e.backoff(a.Attempt)))
-	ended, _, err := e.applyDecision(ctx, &a, d, res)
+	// runGroup starts a member only after the one before it ended.
+	ended, _, err := e.applyDecision(ctx, &a, d, res, true)
 	rep.Ended = ended
 	return rep, err
 }
 
 // applyDecision writes what an attempt decided, guarded by the claim's
 // epoch and owner.
-func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res Result) (ended, refused bool, err error) {
+// inOrder says every earlier member of the action's lane has ended (see
+// endParams.InOrder).
+func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res Result, inOrder bool) (ended, refused bool, err error) {
 	if !d.Write {
 		return false, false, nil
 	}
 	if d.To.Ended() {
-		_, err := e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: condHeld(a.Epoch, a.Owner), Result: res, InOrder: true})
+		_, err := e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: condHeld(a.Epoch, a.Owner), Result: res, InOrder: inOrder})
 		if err != nil {
 			if isCondFailed(err) {
 				e.obs.FenceRefused(a)
@@ -280,7 +283,9 @@ func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*A
 	// what was just read.
 	cur.Epoch, cur.Owner = held.Epoch, held.Owner
 	d := decide(res, cur.Attempt, cur.MaxAttempts, time.Duration(e.backoff(cur.Attempt)))
-	_, refused, err := e.applyDecision(ctx, &cur, d, res)
+	// A caller may finish a lane member claimed behind a head that has not
+	// ended; only a set write fence proves the lane before it ended.
+	_, refused, err := e.applyDecision(ctx, &cur, d, res, !cur.WriteStartedAt.IsZero())
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func TestEveryStatePairAgainstTheStore(t *testing.T) {
 	finish := func(r Result) write {
 		return func(a Action) bool {
 			d := decide(r, a.Attempt, a.MaxAttempts, time.Second)
-			_, refused, err := e.applyDecision(ctx, &a, d, r)
+			_, refused, err := e.applyDecision(ctx, &a, d, r, false)
 			require.NoError(t, err)
 			return refused
 		}
