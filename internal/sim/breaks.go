@@ -60,10 +60,6 @@ func (w *world) breakExprs(cond, upd **string) bool {
 		c = strings.ReplaceAll(c, heldGuard, "#st = :cst")
 		changed = true
 	}
-	if b&BreakWriteMargin != 0 && strings.Contains(c, " AND (#lx >= :margin)") {
-		c = strings.ReplaceAll(c, " AND (#lx >= :margin)", "")
-		changed = true
-	}
 	if b&BreakClaimFence != 0 && strings.Contains(u, "#cv = if_not_exists") {
 		c = ""
 		changed = true
@@ -113,6 +109,9 @@ func (w *world) breakTransact(in *dynamodb.TransactWriteItemsInput) *dynamodb.Tr
 			if b&BreakClaimFence != 0 && sk == "FENCE" {
 				continue
 			}
+		}
+		if b&BreakNoIdempotencyRecord != 0 && it.Put != nil && str(it.Put.Item, "sk") == "K" {
+			continue
 		}
 		if u := it.Update; u != nil {
 			uc := *u

@@ -25,8 +25,10 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 		{"AcknowledgedButNotWritten", BreakDropPut, []string{"nothing-lost"}},
 		{"OldBuildTouchesUnknownRows", BreakOldBuildKnowsAll, []string{"rolling-upgrade"}},
 		{"ReaperBlind", BreakReaperBlind, []string{"liveness"}},
-		{"NoWriteMargin", BreakWriteMargin, []string{"fence-margin"}},
+		{"ClockSkewBeyondBound", BreakSkewBound, []string{"fence-margin", "fencing", "lanes"}},
 		{"ResendAfterAccept", BreakIdemResend, []string{"idempotent-duplicates"}},
+		{"ReadBackBlind", BreakReadBackBlind, []string{"exactly-once"}},
+		{"NoIdempotencyRecord", BreakNoIdempotencyRecord, []string{"idempotency"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -304,7 +304,7 @@ func (a *rbAdapter) ReadBack(ctx context.Context, att *outbox.Attempt) outbox.Re
 	switch x := w.rng.Float64(); {
 	case !w.quiet && x < 0.1:
 		res = outbox.Reread(randDur(w.rng, 0, 30e9), fmt.Errorf("cannot tell yet"))
-	case t.effectRef[att.Action.ID] != "":
+	case t.effectRef[att.Action.ID] != "" && w.opt.Broken&BreakReadBackBlind == 0:
 		res = outbox.Done(t.effectRef[att.Action.ID])
 	case !w.quiet && x < 0.15:
 		res = outbox.Cancelled(outbox.StopAbsent, nil)

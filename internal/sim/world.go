@@ -41,8 +41,15 @@ const (
 	BreakOldBuildKnowsAll
 	// BreakReaperBlind hides the due index from the reaper.
 	BreakReaperBlind
-	// BreakWriteMargin strips the write margin from the write fence.
-	BreakWriteMargin
+	// BreakSkewBound runs the older build's host with its clock behind by
+	// four times the configured ClockSkew: the bound every lease computation
+	// relies on does not hold.
+	BreakSkewBound
+	// BreakReadBackBlind makes the read-back provider stub answer "absent"
+	// whatever it holds.
+	BreakReadBackBlind
+	// BreakNoIdempotencyRecord drops the idempotency record from enqueues.
+	BreakNoIdempotencyRecord
 	// BreakIdemResend makes the idempotent adapter answer Retry after its
 	// receiver accepted the call.
 	BreakIdemResend
@@ -253,6 +260,9 @@ func newWorld(opt Options) *world {
 	names := []string{"new1", "new2", "new3", "old1"}
 	for i, n := range names {
 		skew := time.Duration(r.Int64N(int64(w.cfg.ClockSkew)+1)) - w.cfg.ClockSkew/2
+		if i == 3 && opt.Broken&BreakSkewBound != 0 {
+			skew = -4 * w.cfg.ClockSkew
+		}
 		h := &host{name: n, old: i == 3, skew: skew, clk: clock.Offset{Base: w.clk, Skew: skew}}
 		h.reg = w.registry(h.old && opt.Broken&BreakOldBuildKnowsAll == 0, false)
 		w.hosts = append(w.hosts, h)
