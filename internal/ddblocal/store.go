@@ -118,6 +118,7 @@ type table struct {
 	expiries   *btree.BTreeG[expiry]
 
 	changes []changeRecord
+	tags    map[string]string
 }
 
 func newTable(s *tableSchema) *table {

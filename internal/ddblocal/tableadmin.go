@@ -1,0 +1,319 @@
+package ddblocal
+
+import (
+	"context"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The table-administration calls tools make (SAM, the CDK, the AWS CLI,
+// NoSQL Workbench) beyond the core API: UpdateTable, tags, limits and
+// backup status. The HTTP face serves them when the backend has them.
+
+// UpdateTable changes a table's billing mode, throughput or stream, or
+// creates or deletes one global secondary index. Changes take effect at
+// once (a new index is backfilled before the call returns).
+func (db *DB) UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
+	c, err := db.begin(ctx, "UpdateTable", aws.ToString(in.TableName))
+	if err != nil {
+		return nil, err
+	}
+	out, err := db.updateTable(in)
+	return finish(c, out, err)
+}
+
+func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableOutput, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.table(aws.ToString(in.TableName))
+	if err != nil {
+		return nil, err
+	}
+	s := t.schema
+	if len(in.GlobalSecondaryIndexUpdates) > 1 {
+		return nil, validationError("Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table")
+	}
+	changed := false
+	if in.BillingMode != "" && in.BillingMode != s.billing {
+		switch in.BillingMode {
+		case types.BillingModePayPerRequest:
+			s.billing, s.throughput = in.BillingMode, nil
+		case types.BillingModeProvisioned:
+			if in.ProvisionedThroughput == nil {
+				return nil, validationError("One or more parameter values were invalid: ProvisionedThroughput must be specified when BillingMode is PROVISIONED")
+			}
+			s.billing = in.BillingMode
+		default:
+			return nil, validationError("1 validation error detected: Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", in.BillingMode)
+		}
+		changed = true
+	}
+	if in.ProvisionedThroughput != nil {
+		if s.billing == types.BillingModePayPerRequest {
+			return nil, validationError("One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
+		}
+		s.throughput = in.ProvisionedThroughput
+		changed = true
+	}
+	if spec := in.StreamSpecification; spec != nil {
+		enabled := s.stream != nil && aws.ToBool(s.stream.StreamEnabled)
+		switch {
+		case aws.ToBool(spec.StreamEnabled) && enabled:
+			return nil, validationError("Table already has an enabled stream: TableName: %s", s.name)
+		case !aws.ToBool(spec.StreamEnabled) && !enabled:
+			return nil, validationError("Table does not have an enabled stream: TableName: %s", s.name)
+		case aws.ToBool(spec.StreamEnabled):
+			if spec.StreamViewType == "" {
+				return nil, validationError("1 validation error detected: Value null at 'streamSpecification.streamViewType' failed to satisfy constraint: Member must not be null")
+			}
+			s.stream = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: spec.StreamViewType}
+			s.streamLabel = db.clock.Now().UTC().Format("2006-01-02T15:04:05.000")
+		default:
+			s.stream = nil
+		}
+		changed = true
+	}
+	for _, u := range in.GlobalSecondaryIndexUpdates {
+		switch {
+		case u.Create != nil:
+			if err := db.createIndex(t, u.Create, in.AttributeDefinitions); err != nil {
+				return nil, err
+			}
+		case u.Delete != nil:
+			if err := db.deleteIndex(t, aws.ToString(u.Delete.IndexName)); err != nil {
+				return nil, err
+			}
+		default:
+			continue
+		}
+		changed = true
+	}
+	if in.DeletionProtectionEnabled != nil {
+		changed = true
+	}
+	if !changed {
+		return nil, validationError("The parameter cannot be empty: at least one of BillingMode, ProvisionedThroughput, StreamSpecification, GlobalSecondaryIndexUpdates must be specified")
+	}
+	return &dynamodb.UpdateTableOutput{TableDescription: t.describe(types.TableStatusActive)}, nil
+}
+
+// createIndex validates a new global secondary index the way CreateTable
+// would, then builds it from the table's items.
+func (db *DB) createIndex(t *table, act *types.CreateGlobalSecondaryIndexAction, defs []types.AttributeDefinition) error {
+	s := t.schema
+	name := aws.ToString(act.IndexName)
+	if s.index(name) != nil {
+		return validationError("One or more parameter values were invalid: Index with name %s already exists", name)
+	}
+	known := map[string]types.AttributeDefinition{}
+	for _, d := range s.attrDefs {
+		known[aws.ToString(d.AttributeName)] = d
+	}
+	for _, d := range defs {
+		an := aws.ToString(d.AttributeName)
+		if old, ok := known[an]; ok && old.AttributeType != d.AttributeType {
+			return validationError("Cannot change the type of an existing attribute definition: %s", an)
+		}
+		known[an] = d
+	}
+	// Validate through CreateTable's rules: the table's keys plus the new
+	// index, with just the definitions they use.
+	used := map[string]bool{}
+	for _, n := range s.keys.names() {
+		used[n] = true
+	}
+	for _, e := range act.KeySchema {
+		used[aws.ToString(e.AttributeName)] = true
+	}
+	probe := &dynamodb.CreateTableInput{
+		TableName:             aws.String(s.name),
+		KeySchema:             s.keys.describe(),
+		BillingMode:           s.billing,
+		ProvisionedThroughput: s.throughput,
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: act.IndexName, KeySchema: act.KeySchema, Projection: act.Projection, ProvisionedThroughput: act.ProvisionedThroughput,
+		}},
+	}
+	for n := range used {
+		d, ok := known[n]
+		if !ok {
+			return validationError("One or more parameter values were invalid: Some index key attributes are not defined in AttributeDefinitions. Keys: [%s], AttributeDefinitions: [%s]", strings.Join(keyNames(act.KeySchema), ", "), strings.Join(sortedKeys(known), ", "))
+		}
+		probe.AttributeDefinitions = append(probe.AttributeDefinitions, d)
+	}
+	built, err := buildSchema(probe, s.created, db.region, db.account)
+	if err != nil {
+		return err
+	}
+	ixs := built.indexes[0]
+	for n := range used {
+		if _, ok := findDef(s.attrDefs, n); !ok {
+			s.attrDefs = append(s.attrDefs, known[n])
+		}
+	}
+	ix := &index{schema: ixs, tree: newTree()}
+	t.items.Ascend(func(e entry) bool {
+		item := e.item()
+		if k, ok := s.indexKey(ixs, item, e.key()); ok {
+			p := ixs.project(item, s.keys)
+			ix.apply(pendingIndexOp{put: ptr(makeEntry(k, p, sizeOfItem(p)))})
+		}
+		return true
+	})
+	s.indexes = append(s.indexes, ixs)
+	t.indexes = append(t.indexes, ix)
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func findDef(defs []types.AttributeDefinition, name string) (types.AttributeDefinition, bool) {
+	for _, d := range defs {
+		if aws.ToString(d.AttributeName) == name {
+			return d, true
+		}
+	}
+	return types.AttributeDefinition{}, false
+}
+
+func (db *DB) deleteIndex(t *table, name string) error {
+	s := t.schema
+	for i, ixs := range s.indexes {
+		if ixs.name != name {
+			continue
+		}
+		if !ixs.global {
+			return validationError("One or more parameter values were invalid: Local secondary indexes cannot be deleted: %s", name)
+		}
+		db.lagging.Add(-int64(len(t.indexes[i].pending)))
+		s.indexes = append(s.indexes[:i:i], s.indexes[i+1:]...)
+		t.indexes = append(t.indexes[:i:i], t.indexes[i+1:]...)
+		// Drop the attribute definitions no key uses any more.
+		used := map[string]bool{}
+		for _, n := range s.keys.names() {
+			used[n] = true
+		}
+		for _, ix := range s.indexes {
+			for _, n := range ix.keys.names() {
+				used[n] = true
+			}
+		}
+		var defs []types.AttributeDefinition
+		for _, d := range s.attrDefs {
+			if used[aws.ToString(d.AttributeName)] {
+				defs = append(defs, d)
+			}
+		}
+		s.attrDefs = defs
+		return nil
+	}
+	return notFoundError("Requested resource not found: Index: " + name + " not found")
+}
+
+// tableByARN returns the table an ARN names.
+func (db *DB) tableByARN(arn string) (*table, error) {
+	for _, t := range db.tables {
+		if t.schema.arn == arn {
+			return t, nil
+		}
+	}
+	return nil, notFoundError("Requested resource not found: ResourcArn: " + arn + " not found")
+}
+
+// TagResource adds tags to a table.
+func (db *DB) TagResource(ctx context.Context, in *dynamodb.TagResourceInput, _ ...func(*dynamodb.Options)) (*dynamodb.TagResourceOutput, error) {
+	c, err := db.begin(ctx, "TagResource", "")
+	if err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableByARN(aws.ToString(in.ResourceArn))
+	if err != nil {
+		return finish[dynamodb.TagResourceOutput](c, nil, err)
+	}
+	if t.tags == nil {
+		t.tags = map[string]string{}
+	}
+	for _, tag := range in.Tags {
+		t.tags[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
+	}
+	if len(t.tags) > 50 {
+		return finish[dynamodb.TagResourceOutput](c, nil, validationError("One or more parameter values were invalid: Too many tags"))
+	}
+	return finish(c, &dynamodb.TagResourceOutput{}, nil)
+}
+
+// UntagResource removes tags from a table.
+func (db *DB) UntagResource(ctx context.Context, in *dynamodb.UntagResourceInput, _ ...func(*dynamodb.Options)) (*dynamodb.UntagResourceOutput, error) {
+	c, err := db.begin(ctx, "UntagResource", "")
+	if err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableByARN(aws.ToString(in.ResourceArn))
+	if err != nil {
+		return finish[dynamodb.UntagResourceOutput](c, nil, err)
+	}
+	for _, k := range in.TagKeys {
+		delete(t.tags, k)
+	}
+	return finish(c, &dynamodb.UntagResourceOutput{}, nil)
+}
+
+// ListTagsOfResource lists a table's tags, in key order.
+func (db *DB) ListTagsOfResource(ctx context.Context, in *dynamodb.ListTagsOfResourceInput, _ ...func(*dynamodb.Options)) (*dynamodb.ListTagsOfResourceOutput, error) {
+	c, err := db.begin(ctx, "ListTagsOfResource", "")
+	if err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	t, err := db.tableByARN(aws.ToString(in.ResourceArn))
+	if err != nil {
+		return finish[dynamodb.ListTagsOfResourceOutput](c, nil, err)
+	}
+	out := &dynamodb.ListTagsOfResourceOutput{Tags: []types.Tag{}}
+	for _, k := range sortedKeys(t.tags) {
+		out.Tags = append(out.Tags, types.Tag{Key: aws.String(k), Value: aws.String(t.tags[k])})
+	}
+	return finish(c, out, nil)
+}
+
+// DescribeLimits reports DynamoDB's default account and table limits.
+func (db *DB) DescribeLimits(ctx context.Context, _ *dynamodb.DescribeLimitsInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeLimitsOutput, error) {
+	c, err := db.begin(ctx, "DescribeLimits", "")
+	if err != nil {
+		return nil, err
+	}
+	return finish(c, &dynamodb.DescribeLimitsOutput{
+		AccountMaxReadCapacityUnits:  aws.Int64(80000),
+		AccountMaxWriteCapacityUnits: aws.Int64(80000),
+		TableMaxReadCapacityUnits:    aws.Int64(40000),
+		TableMaxWriteCapacityUnits:   aws.Int64(40000),
+	}, nil)
+}
+
+// DescribeContinuousBackups reports backups as enabled and point-in-time
+// recovery as disabled: the engine keeps nothing beyond the process.
+func (db *DB) DescribeContinuousBackups(ctx context.Context, in *dynamodb.DescribeContinuousBackupsInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeContinuousBackupsOutput, error) {
+	name := aws.ToString(in.TableName)
+	c, err := db.begin(ctx, "DescribeContinuousBackups", name)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	_, ok := db.tables[name]
+	db.mu.RUnlock()
+	if !ok {
+		return finish[dynamodb.DescribeContinuousBackupsOutput](c, nil, &types.TableNotFoundException{Message: aws.String("Table not found: " + name)})
+	}
+	return finish(c, &dynamodb.DescribeContinuousBackupsOutput{ContinuousBackupsDescription: &types.ContinuousBackupsDescription{
+		ContinuousBackupsStatus:        types.ContinuousBackupsStatusEnabled,
+		PointInTimeRecoveryDescription: &types.PointInTimeRecoveryDescription{PointInTimeRecoveryStatus: types.PointInTimeRecoveryStatusDisabled},
+	}}, nil)
+}
