@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -19,19 +20,29 @@ const defaultStackName = "Ferry"
 
 func main() {
 	defer jsii.Close()
-	if err := run(); err != nil {
+	if err := run(os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry-infra:", err)
 		jsii.Close()
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// run synthesizes the app. The CDK CLI passes the output directory in
+// CDK_OUTDIR and the context (cdk.json's and -c's) in CDK_CONTEXT_JSON; both
+// are read through getenv and handed to the App explicitly, so they hold
+// whoever runs the app (jsii's node process only sees the environment it
+// was started with).
+func run(getenv func(string) string) error {
 	appProps := &awscdk.AppProps{}
-	// The CDK CLI passes the output directory in CDK_OUTDIR; honour it when
-	// the app is run by other means too.
-	if dir := os.Getenv("CDK_OUTDIR"); dir != "" {
+	if dir := getenv("CDK_OUTDIR"); dir != "" {
 		appProps.Outdir = jsii.String(dir)
+	}
+	if raw := getenv("CDK_CONTEXT_JSON"); raw != "" {
+		var ctx map[string]any
+		if err := json.Unmarshal([]byte(raw), &ctx); err != nil {
+			return fmt.Errorf("CDK_CONTEXT_JSON: %w", err)
+		}
+		appProps.Context = &ctx
 	}
 	app := awscdk.NewApp(appProps)
 	cfg, err := infra.ConfigFromContext(app.Node().TryGetContext(jsii.String(infra.ContextKey)))
@@ -44,7 +55,7 @@ func run() error {
 	}
 	// Deploy to the account and region of the CLI's credentials when known;
 	// otherwise the template is environment-agnostic.
-	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
+	account, region := getenv("CDK_DEFAULT_ACCOUNT"), getenv("CDK_DEFAULT_REGION")
 	if account != "" && region != "" {
 		props.StackProps.Env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
 	}
