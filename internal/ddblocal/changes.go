@@ -87,6 +87,9 @@ func (t *table) record(db *DB, old, ne *entry, now time.Time, byTTL bool) {
 	for cut < len(t.changes) && t.changes[cut].at.Before(limit) {
 		cut++
 	}
+	if over := len(t.changes) - cut + 1 - db.changeLimit; db.changeLimit > 0 && over > 0 {
+		cut += over
+	}
 	if cut > 0 {
 		t.changes = t.changes[cut:] // O(1); append drops the dead prefix when it grows
 	}

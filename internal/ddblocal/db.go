@@ -37,6 +37,7 @@ type DB struct {
 
 	changeSeq       uint64
 	changeRetention time.Duration
+	changeLimit     int
 	watchMu         sync.Mutex
 	watchers        map[int]chan struct{}
 	nextWatcher     int
@@ -94,6 +95,12 @@ func WithTTLSweepEvery(every time.Duration) Option { return func(db *DB) { db.tt
 // Streams keeps 24 hours, the default).
 func WithChangeRetention(d time.Duration) Option { return func(db *DB) { db.changeRetention = d } }
 
+// WithChangeLimit caps the change records kept per table (the oldest go
+// first), so a long-running local stack does not keep every version of
+// every item for the whole retention. The default is 1,000,000; 0 or less
+// means no cap.
+func WithChangeLimit(n int) Option { return func(db *DB) { db.changeLimit = n } }
+
 // New returns an empty engine.
 func New(opts ...Option) *DB {
 	db := &DB{
@@ -105,6 +112,7 @@ func New(opts ...Option) *DB {
 		tokenWindow:     10 * time.Minute,
 		tokens:          map[string]tokenRecord{},
 		changeRetention: 24 * time.Hour,
+		changeLimit:     1_000_000,
 		watchers:        map[int]chan struct{}{},
 		stats:           map[string]*CapacityStats{},
 	}

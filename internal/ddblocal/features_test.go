@@ -100,6 +100,17 @@ func TestWatchSignalsChanges(t *testing.T) {
 	require.Empty(t, b.db.Changes(tbl, first[0].Seq+1))
 }
 
+func TestChangeLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ddblocal.WithChangeLimit(3))
+	for i := 0; i < 5; i++ {
+		b.put(t, key("a", fmt.Sprint(i)))
+	}
+	changes := b.db.Changes(tbl, 0)
+	require.Len(t, changes, 3)
+	require.Equal(t, key("a", "2"), changes[0].Keys, "the oldest went first")
+}
+
 func TestIndexLag(t *testing.T) {
 	t.Parallel()
 	b := setup(t, ddblocal.WithIndexLagDuration(time.Second))
