@@ -12,6 +12,20 @@ import (
 // for an eventually consistent read; transactional reads and writes cost
 // double; every index entry written or deleted costs write units of its
 // projected size, and an index key change is a delete and a put.
+//
+// Choices where the documentation leaves room, so benchmarks read them right:
+//   - PutItem, UpdateItem and DeleteItem are billed on the larger of the old
+//     and the new item; a write refused by its condition still costs the
+//     units of the item it read (at least 1).
+//   - An index write caused by a transaction is billed once, not doubled
+//     (indexes are updated after the commit); a ConditionCheck costs 2 units
+//     per KB like a transactional write.
+//   - A cancelled transaction costs 1 unit per KB of each item it read
+//     (the prepare phase); a replayed idempotent one costs strongly
+//     consistent reads of its items.
+//   - Query and Scan are billed on the bytes read before the filter, rounded
+//     up once per call; an index read is booked to the index.
+//   - TTL deletions cost nothing.
 
 const (
 	writeUnitBytes = 1024
