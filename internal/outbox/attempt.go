@@ -108,14 +108,21 @@ func (e *Engine) release(ctx context.Context, a *Action) error {
 // still ours?), renew its lease if it waited, read back when an earlier
 // attempt may have written, prepare, set the write fence, execute within
 // the margin, and write the outcome conditioned on the epoch and owner.
-func (e *Engine) runAttempt(ctx context.Context, claimed Action) (attemptReport, error) {
-	it, err := e.getActionItem(ctx, claimed.ID)
-	if err != nil {
-		return attemptReport{Outcome: OutcomeAbandoned}, nil //nolint:nilerr // erased: nothing to do
-	}
-	a, _ := decodeAction(it)
-	if a.State != StateEXECUTING || a.Epoch != claimed.Epoch || a.Owner != claimed.Owner {
-		return attemptReport{Outcome: OutcomeAbandoned}, nil
+//
+// row, when not nil, is the row as the batch's eventually consistent read
+// found it (readClaimed); it stands in for the consistent read when
+// usableClaimedRow accepts it.
+func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]types.AttributeValue) (attemptReport, error) {
+	a, ok := usableClaimedRow(row, &claimed, e.clk.Now())
+	if !ok {
+		it, err := e.getActionItem(ctx, claimed.ID)
+		if err != nil {
+			return attemptReport{Outcome: OutcomeAbandoned}, nil //nolint:nilerr // erased: nothing to do
+		}
+		a, _ = decodeAction(it)
+		if a.State != StateEXECUTING || a.Epoch != claimed.Epoch || a.Owner != claimed.Owner {
+			return attemptReport{Outcome: OutcomeAbandoned}, nil
+		}
 	}
 	ad, ok := e.reg.Decodes(a.Kind, a.Variant)
 	if !ok {
@@ -237,8 +244,12 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		upd += " REMOVE #lx, #own, #wsa"
 	case StateEXECUTING:
 		// Reread: keep the fence; the lease ends after the wait and the
-		// next claim reads back first. The row keeps its index position.
-		upd = "SET #lx = :at REMOVE #own"
+		// next claim reads back first. The row moves to the end of its wait
+		// in the due index, so a storm of rereads does not sit in front of
+		// claimable work (claims read the index from its oldest end).
+		upd = "SET #lx = :at, #dsk = :dsk REMOVE #own"
+		c.names["#dsk"] = attrDueSK
+		c.vals[":dsk"] = avS(timeSK(at, a.Seq))
 	default:
 		return false, false, fmt.Errorf("outbox: no write for decision to %s", d.To)
 	}

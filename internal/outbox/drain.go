@@ -110,7 +110,8 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 		if cr.Claimed == 0 {
 			break
 		}
-		if err := e.runGroups(ctx, cr.Groups, p, res); err != nil {
+		rows := e.readClaimed(ctx, partition, cr.Groups)
+		if err := e.runGroups(ctx, cr.Groups, rows, p, res); err != nil {
 			return res, err
 		}
 		if cr.Claimed < p.BatchSize && !cr.Short {
@@ -123,7 +124,7 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 // runGroups runs claimed lane groups, up to p.Concurrency at once; inside a
 // group one after another, in lane order. When a member does not end, the
 // members behind it are released: they must not run before it ends.
-func (e *Engine) runGroups(ctx context.Context, groups [][]Action, p DrainParams, res *DrainResult) error {
+func (e *Engine) runGroups(ctx context.Context, groups [][]Action, rows map[int64]map[string]types.AttributeValue, p DrainParams, res *DrainResult) error {
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, p.Concurrency)
@@ -135,7 +136,7 @@ func (e *Engine) runGroups(ctx context.Context, groups [][]Action, p DrainParams
 			defer wg.Done()
 			defer func() { <-sem }()
 			local := &DrainResult{}
-			err := e.runGroup(ctx, g, p, local)
+			err := e.runGroup(ctx, g, rows, p, local)
 			mu.Lock()
 			defer mu.Unlock()
 			res.add(local)
@@ -148,7 +149,7 @@ func (e *Engine) runGroups(ctx context.Context, groups [][]Action, p DrainParams
 	return firstErr
 }
 
-func (e *Engine) runGroup(ctx context.Context, g []Action, p DrainParams, res *DrainResult) error {
+func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[string]types.AttributeValue, p DrainParams, res *DrainResult) error {
 	for i := 0; i < len(g); i++ {
 		if ctx.Err() != nil || e.nearDeadline(p) {
 			return e.releaseRest(ctx, g[i:], res)
@@ -163,7 +164,7 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, p DrainParams, res *D
 			}
 			g = g[:cut]
 		}
-		rep, err := e.runAttempt(ctx, g[i])
+		rep, err := e.runAttempt(ctx, g[i], rows[g[i].Seq])
 		if rep.Started {
 			res.Started++
 		}
@@ -254,7 +255,7 @@ func (e *Engine) RunNow(ctx context.Context, id string) (*Action, error) {
 		return nil, err
 	}
 	if cr.Claimed == 1 {
-		if _, err := e.runAttempt(ctx, cr.Groups[0][0]); err != nil {
+		if _, err := e.runAttempt(ctx, cr.Groups[0][0], nil); err != nil {
 			return nil, err
 		}
 	}
@@ -314,8 +315,9 @@ func (e *Engine) makeDue(ctx context.Context) error {
 					c.names["#nat"], c.names["#dsk"] = attrNext, attrDueSK
 					c.vals[":dsk"] = avS(timeSK(now, a.Seq))
 				case a.State == StateEXECUTING && a.LeaseExpiresAt.After(now):
-					upd = "SET #lx = :now"
-					c.names["#lx"] = attrLease
+					upd = "SET #lx = :now, #dsk = :dsk"
+					c.names["#lx"], c.names["#dsk"] = attrLease, attrDueSK
+					c.vals[":dsk"] = avS(timeSK(now, a.Seq))
 					c = c.and(cond{expr: "attribute_not_exists(#own)", names: map[string]string{"#own": attrOwner}})
 				default:
 					continue
