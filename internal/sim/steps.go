@@ -416,11 +416,17 @@ func (w *world) checkLiveness() {
 			}
 		}
 	}
+	w.excused = excused
 	for _, r := range w.liveRows(func(*row) bool { return true }) {
 		if excused[r.id] != "" {
 			continue
 		}
-		if str(r.item, "kind") == kindFuture || state(r.item) == outbox.StatePROPOSED {
+		if str(r.item, "kind") == kindFuture {
+			excused[r.id] = "unknown kind"
+			continue
+		}
+		if state(r.item) == outbox.StatePROPOSED {
+			excused[r.id] = "proposed"
 			continue
 		}
 		w.violate("liveness", []string{r.id}, "%s still %s after faults stopped and the drainer and reaper periods settled", r.id, state(r.item))
@@ -479,6 +485,8 @@ func (w *world) tally() {
 			w.res.Actions[r.gone]++
 		case state(r.item).Ended():
 			w.res.Actions[string(state(r.item))]++
+		case w.excused[r.id] != "":
+			w.res.Actions["live "+string(state(r.item))+" ("+w.excused[r.id]+")"]++
 		default:
 			w.res.Actions["live "+string(state(r.item))]++
 		}

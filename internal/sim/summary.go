@@ -79,21 +79,21 @@ func (s *Summary) add(r *Result) {
 
 // WriteTable writes the summary as a plain table.
 func (s *Summary) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "%-34s %12d\n", "seeds", s.Seeds)
-	fmt.Fprintf(w, "%-34s %12d\n", "steps", s.Steps)
+	fmt.Fprintf(w, "%-48s %10d\n", "seeds", s.Seeds)
+	fmt.Fprintf(w, "%-48s %10d\n", "steps", s.Steps)
 	section := func(title string, m map[string]int) {
 		fmt.Fprintf(w, "%s\n", title)
 		for _, k := range sortedKeys(m) {
 			if strings.HasPrefix(k, "x.") {
 				continue
 			}
-			fmt.Fprintf(w, "  %-32s %12d\n", k, m[k])
+			fmt.Fprintf(w, "  %-46s %10d\n", k, m[k])
 		}
 	}
 	section("steps by kind", s.Ops)
 	section("faults injected by class", s.Faults)
 	section("actions by end state", s.Actions)
-	fmt.Fprintf(w, "%-34s %12d\n", "invariant violations", s.Violations)
+	fmt.Fprintf(w, "%-48s %10d\n", "invariant violations", s.Violations)
 	for _, r := range s.Failed {
 		for _, v := range r.Violations {
 			fmt.Fprintf(w, "  seed %d %s\n", r.Seed, v)

@@ -177,6 +177,8 @@ type world struct {
 	lanes  map[string][]string // "ws/lane" -> action ids in insert order
 	fences map[int]fenceState
 	calls  []*callRec // provider calls still in flight
+
+	excused map[string]string // live at the end, and why that is allowed
 }
 
 type fenceState struct {

@@ -32,7 +32,7 @@ func main() {
 	s := sim.RunMany(*first, *seeds, *steps, sim.Broken(*broken), func(done int) { bar(done, *seeds, start) })
 	fmt.Fprintln(os.Stderr)
 	s.WriteTable(os.Stdout)
-	fmt.Printf("%-34s %12s\n", "wall time", time.Since(start).Round(time.Millisecond))
+	fmt.Printf("%-48s %10s\n", "wall time", time.Since(start).Round(time.Millisecond))
 	if s.Violations > 0 {
 		os.Exit(1)
 	}
