@@ -91,7 +91,7 @@ func (e *Engine) dueCandidates(ctx context.Context, p int, now time.Time, want i
 				":dpk": avS(duePK(p)), ":upto": avS(timeSK(now.Add(time.Millisecond), 0)),
 			},
 			ExclusiveStartKey: start,
-			Limit:             aws.Int32(int32(max(2*want, 32))),
+			Limit:             aws.Int32(int32(pageLimit(page, want))),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("error reading due index of partition %d: %w", p, err)
@@ -117,6 +117,18 @@ func (e *Engine) dueCandidates(ctx context.Context, p int, now time.Time, want i
 		start = q.LastEvaluatedKey
 	}
 	return out, nil
+}
+
+// pageLimit sizes the due index pages a claim reads: the first page fits a
+// batch; later pages, read only when rows that cannot be claimed now (blocked
+// lanes, rows of unknown kinds) fill the front of the index, are larger so
+// that such rows cannot starve the partition (up to 20 pages of 1,000 rows,
+// about 20 read units per page).
+func pageLimit(page, want int) int {
+	if page == 0 {
+		return max(2*want, 32)
+	}
+	return 1000
 }
 
 // claimable reports whether a proposed row may be claimed now (the write's
