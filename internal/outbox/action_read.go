@@ -83,11 +83,13 @@ func (e *Engine) ActionList(ctx context.Context, p ActionListParams) (*ActionLis
 		}
 		start = key(keys[attrPK], keys[attrSK])
 	}
-	filter := "begins_with(sk, :a) AND #ws = :ws"
+	// The sort key condition goes in the key condition of a Query (a filter
+	// may not name key attributes) and in the filter of a Scan.
+	filter := "#ws = :ws"
 	names := map[string]string{"#ws": attrWorkspace}
 	vals := map[string]types.AttributeValue{":a": avS("A#"), ":ws": avS(p.WorkspaceID)}
 	if p.WorkspaceID == "" {
-		filter = "begins_with(sk, :a) AND attribute_not_exists(#ws) AND attribute_exists(#kind)"
+		filter = "attribute_not_exists(#ws) AND attribute_exists(#kind)"
 		names["#kind"] = attrKind
 		delete(vals, ":ws")
 	}
@@ -121,7 +123,7 @@ func (e *Engine) ActionList(ctx context.Context, p ActionListParams) (*ActionLis
 			items, last = out.Items, out.LastEvaluatedKey
 		} else {
 			out, err := e.db.Scan(ctx, &dynamodb.ScanInput{
-				TableName: e.table(), FilterExpression: aws.String(filter), ExpressionAttributeNames: names,
+				TableName: e.table(), FilterExpression: aws.String("begins_with(sk, :a) AND " + filter), ExpressionAttributeNames: names,
 				ExpressionAttributeValues: vals, ExclusiveStartKey: start, Limit: lim,
 			})
 			if err != nil {
