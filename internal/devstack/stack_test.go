@@ -166,4 +166,59 @@ func TestDevStack(t *testing.T) {
 		require.NotContains(t, b.logs.String(), "payload-text-0815")
 		require.NotContains(t, b.logs.String(), "ann@example.com")
 	})
+
+	t.Run("StopFinishesTheAttemptInFlight", func(t *testing.T) {
+		t.Parallel()
+		arrived := make(chan struct{})
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(arrived)
+			<-release
+			w.WriteHeader(http.StatusOK)
+		}))
+		defer srv.Close()
+		b := startStack(t, Config{AllowPrivateWebhooks: true})
+		status, a := b.do(t, http.MethodPost, "/v1/actions",
+			`{"kind":"webhook","payload":{"url":"`+srv.URL+`/slow","body":{}}}`)
+		require.Equal(t, http.StatusCreated, status, "%v", a)
+		<-arrived // the provider call is in flight
+
+		// SIGINT/SIGTERM cancel the context: Run must wait for the call.
+		b.cancel()
+		b.cancel = nil
+		select {
+		case err := <-b.done:
+			t.Fatalf("Run returned (%v) while an attempt was in its provider call", err)
+		default:
+		}
+		close(release)
+		require.NoError(t, <-b.done)
+
+		got, err := b.stack.Engine().ActionGet(context.Background(), a["id"].(string))
+		require.NoError(t, err)
+		require.Equal(t, "DONE", string(got.State))
+	})
+
+	t.Run("BannerTellsWhatANewcomerNeeds", func(t *testing.T) {
+		t.Parallel()
+		out := &bytes.Buffer{}
+		b := startStack(t, Config{Stdout: &syncWriter{w: out}, WebhookSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
+		b.stop(t)
+		banner := out.String()
+		for _, want := range []string{b.stack.URL(), "token          dev", "mail sink", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+			"curl -s -X POST " + b.stack.URL() + "/v1/actions", "Authorization: Bearer dev"} {
+			require.Contains(t, banner, want)
+		}
+	})
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestFlags pins the command line of API.md: names and defaults.
+func TestFlags(t *testing.T) {
+	t.Parallel()
+	root := newRootCommand()
+	find := func(args ...string) map[string]string {
+		cmd, _, err := root.Find(args)
+		require.NoError(t, err)
+		flags := map[string]string{}
+		for _, name := range []string{"addr", "token", "partitions", "lease", "write-margin", "retry-base", "poll",
+			"dynamodb-endpoint", "table", "mail-dir", "allow-private-webhooks", "webhook-secret"} {
+			if f := cmd.Flags().Lookup(name); f != nil {
+				flags[name] = f.DefValue
+			}
+		}
+		return flags
+	}
+
+	require.Equal(t, map[string]string{
+		"addr": "127.0.0.1:8080", "token": "[]", "partitions": "4", "lease": "5m0s", "write-margin": "1m0s",
+		"retry-base": "1s", "poll": "250ms", "dynamodb-endpoint": "", "table": "ferry", "mail-dir": "./.ferry/mail",
+		"allow-private-webhooks": "false", "webhook-secret": "",
+	}, find("dev"))
+	require.Equal(t, map[string]string{"addr": "127.0.0.1:8000"}, find("dynamodb"))
+	require.Equal(t, map[string]string{"dynamodb-endpoint": "", "table": "ferry"}, find("table", "create"))
+}
+
+func TestDevRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"dev", "--token", "nobody"},
+		{"dev", "--write-margin", "10m"},
+		{"dev", "--webhook-secret", "plain"},
+		{"dev", "--partitions", "-1"},
+	} {
+		root := newRootCommand()
+		root.SetArgs(args)
+		require.Error(t, root.Execute(), "%v", args)
+	}
+}
