@@ -199,6 +199,27 @@ func TestDevStack(t *testing.T) {
 		require.Equal(t, "DONE", string(got.State))
 	})
 
+	t.Run("ChangeFeedWakesTheDrainerOnAdmit", func(t *testing.T) {
+		t.Parallel()
+		rcv := &receiver{}
+		srv := httptest.NewServer(rcv)
+		defer srv.Close()
+		// No poll in the test's lifetime: only a wake-up can drain.
+		b := startStack(t, Config{AllowPrivateWebhooks: true, Poll: time.Hour})
+		status, a := b.do(t, http.MethodPost, "/v1/actions",
+			`{"kind":"webhook","propose":true,"payload":{"url":"`+srv.URL+`/hook","body":{}}}`)
+		require.Equal(t, http.StatusCreated, status, "%v", a)
+		require.Equal(t, "PROPOSED", a["state"])
+		id := a["id"].(string)
+
+		// Admitting enqueues nothing, so only the table's change feed can
+		// wake the drainer.
+		status, a = b.do(t, http.MethodPost, "/v1/actions/"+id+"/admit", "")
+		require.Equal(t, http.StatusOK, status, "%v", a)
+		ended := b.awaitEnded(t, id, 20)
+		require.Equal(t, "DONE", ended["state"])
+	})
+
 	t.Run("BannerTellsWhatANewcomerNeeds", func(t *testing.T) {
 		t.Parallel()
 		out := &bytes.Buffer{}
