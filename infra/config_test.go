@@ -65,6 +65,7 @@ func TestFunctionEnvironment(t *testing.T) {
 	p := Props{}.WithDefaults()
 	shared := map[string]string{
 		EnvTable: "ferry", EnvPartitions: "16", EnvLease: "5m", EnvWriteMargin: "60s", EnvLogLevel: "info",
+		EnvRetention: "720h", EnvRowCap: "500000",
 	}
 	with := func(extra map[string]string) map[string]string {
 		m := map[string]string{}
@@ -80,7 +81,7 @@ func TestFunctionEnvironment(t *testing.T) {
 		FunctionEnqueue:   with(map[string]string{EnvIAMWorkspaces: "{}"}),
 		FunctionDrainer:   with(nil),
 		FunctionReaper:    with(nil),
-		FunctionRetention: with(map[string]string{EnvRetention: "720h", EnvRowCap: "500000"}),
+		FunctionRetention: with(nil),
 	} {
 		got, err := FunctionEnvironment(fn, &p, "ferry")
 		require.NoError(t, err)

@@ -44,6 +44,11 @@ func FunctionEnvironment(fn FunctionName, p *Props, table string) (map[string]st
 		EnvLease:       fmtDur(p.Lease),
 		EnvWriteMargin: fmtDur(p.WriteMargin),
 		EnvLogLevel:    strings.ToLower(p.LogLevel),
+		// Every function ends actions (cancel, outcomes, the reaper) and
+		// stamps their TTL and ended-index key from the retention, so all
+		// of them read it, not only the retention function.
+		EnvRetention: fmtDur(p.Retention),
+		EnvRowCap:    strconv.Itoa(p.RowCap),
 	}
 	switch fn {
 	case FunctionEnqueue:
@@ -69,10 +74,7 @@ func FunctionEnvironment(fn FunctionName, p *Props, table string) (map[string]st
 		if p.SESConfigurationSet != "" {
 			env[EnvSESConfigurationSet] = p.SESConfigurationSet
 		}
-	case FunctionRetention:
-		env[EnvRetention] = fmtDur(p.Retention)
-		env[EnvRowCap] = strconv.Itoa(p.RowCap)
-	case FunctionReaper:
+	case FunctionReaper, FunctionRetention:
 	default:
 		return nil, fmt.Errorf("unknown function %q", fn)
 	}

@@ -21,6 +21,9 @@ const (
 		"Lambda active tracing needs them on \"*\"."
 	reasonListStreams = "dynamodb:ListStreams cannot name a stream whose label is only known after deployment; " +
 		"the resource is limited to this table's streams (<table arn>/stream/*)."
+	reasonWebhookSecrets = "The webhook signing secrets are one secret per workspace, named by a format " +
+		"(WebhookSecretsARN or the adapter's default ferry/webhook/%s); workspaces are only known at run time, " +
+		"so the drainer may read the secrets that format names, and nothing else."
 )
 
 // Suppressions returns the findings accepted on fn's role (and its default
@@ -33,6 +36,10 @@ func (s *Stack) Suppressions(fn FunctionName) []Suppression {
 	if fn == FunctionDrainer {
 		out = append(out, Suppression{Rule: "AwsSolutions-IAM5", Reason: reasonListStreams,
 			AppliesTo: []string{"/^Resource::<Table[0-9A-F]+\\.Arn>\\/stream\\/\\*$/"}})
+		if _, pattern := s.webhookSecretResource(); pattern {
+			out = append(out, Suppression{Rule: "AwsSolutions-IAM5", Reason: reasonWebhookSecrets,
+				AppliesTo: []string{"/^Resource::arn:.*:secretsmanager:.*:secret:.*\\*.*$/"}})
+		}
 	}
 	return out
 }

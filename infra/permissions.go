@@ -1,6 +1,8 @@
 package infra
 
 import (
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
@@ -120,9 +122,45 @@ func (s *Stack) grantProviders(role awsiam.Role) {
 	if len(p.EventBusARNs) > 0 {
 		role.AddToPrincipalPolicy(statement([]string{"events:PutEvents"}, p.EventBusARNs...))
 	}
-	if p.WebhookSecretsARN != "" {
-		role.AddToPrincipalPolicy(statement([]string{"secretsmanager:GetSecretValue"}, p.WebhookSecretsARN))
+	secret, _ := s.webhookSecretResource()
+	role.AddToPrincipalPolicy(statement([]string{"secretsmanager:GetSecretValue"}, secret))
+}
+
+// DefaultWebhookSecretNameFormat is where the drainer looks for a
+// workspace's webhook signing secrets when WebhookSecretsARN is not set
+// (the webhook adapter's default: one secret per workspace).
+const DefaultWebhookSecretNameFormat = "ferry/webhook/%s"
+
+// webhookSecretResource is the resource the drainer may read its webhook
+// signing secrets from, and whether it is a pattern. WebhookSecretsARN (or
+// the default) is a secret's ARN or name, or a name format whose %s is the
+// workspace: a format becomes a pattern over the workspaces' secrets, and a
+// name matches Secrets Manager's six-character suffix.
+func (s *Stack) webhookSecretResource() (string, bool) {
+	v := s.Props.WebhookSecretsARN
+	if v == "" {
+		v = DefaultWebhookSecretNameFormat
 	}
+	isARN := strings.HasPrefix(v, "arn:")
+	if !isARN {
+		v = *s.Stack.FormatArn(&awscdk.ArnComponents{
+			Service:      jsii.String("secretsmanager"),
+			Resource:     jsii.String("secret"),
+			ResourceName: jsii.String(v),
+			ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+		})
+	}
+	if strings.Contains(v, "%s") {
+		v = strings.ReplaceAll(v, "%s", "*")
+		if !strings.HasSuffix(v, "*") {
+			v += "-??????"
+		}
+		return v, true
+	}
+	if !isARN {
+		v += "-??????"
+	}
+	return v, false
 }
 
 // configurationSetARN is the ARN of the configured SES configuration set in

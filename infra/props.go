@@ -129,8 +129,11 @@ type Props struct {
 	SESConfigurationSet string
 	// EventBusARNs are the EventBridge buses the drainer may put events on.
 	EventBusARNs []string
-	// WebhookSecretsARN is the Secrets Manager secret (full ARN) holding the
-	// webhook signing secrets; the drainer may only read it.
+	// WebhookSecretsARN names the Secrets Manager secret holding the webhook
+	// signing secrets: a full ARN, a name, or a name format whose %s is the
+	// workspace (one secret per workspace). The drainer may only read it (or
+	// the secrets the format names). Default: the webhook adapter's own
+	// format, DefaultWebhookSecretNameFormat.
 	WebhookSecretsARN string
 
 	// StreamBatchSize and StreamBatchingWindow shape the drainer's stream
@@ -273,6 +276,8 @@ func (p *Props) UsesJWT() bool { return p.JWTIssuer != "" }
 
 var (
 	tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+	// secretNameRE is Secrets Manager's name alphabet, plus %s.
+	secretNameRE = regexp.MustCompile(`^([a-zA-Z0-9/_+=.@-]|%s)+$`)
 	// allowedLogRetentionDays are CloudWatch Logs' retention values.
 	allowedLogRetentionDays = []int{1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
 )
@@ -418,8 +423,11 @@ func (p *Props) Validate() error {
 	for i, arn := range p.EventBusARNs {
 		checkARN(fmt.Sprintf("EventBusARNs[%d]", i), arn, "events", "event-bus/")
 	}
-	if p.WebhookSecretsARN != "" {
-		checkARN("WebhookSecretsARN", p.WebhookSecretsARN, "secretsmanager", "secret:")
+	switch v := p.WebhookSecretsARN; {
+	case strings.HasPrefix(v, "arn:"):
+		checkARN("WebhookSecretsARN", v, "secretsmanager", "secret:")
+	case v != "" && !secretNameRE.MatchString(v):
+		bad("WebhookSecretsARN (%q) must be a secret ARN, a secret name, or a name format with %%s for the workspace", v)
 	}
 	if p.AlarmTopicARN != "" {
 		checkARN("AlarmTopicARN", p.AlarmTopicARN, "sns", "")

@@ -59,7 +59,8 @@ func TestPropsValidateNamesTheProps(t *testing.T) {
 		{"SESIdentityARN", func(p *Props) { p.SESIdentityARNs = []string{"arn:aws:sns:eu-west-1:111122223333:identity/x"} }, "SESIdentityARNs[0]"},
 		{"ConfigurationSetWithoutIdentity", func(p *Props) { p.SESConfigurationSet = "ferry" }, "SESConfigurationSet (\"ferry\") needs SESIdentityARNs"},
 		{"EventBusARN", func(p *Props) { p.EventBusARNs = []string{"default"} }, "EventBusARNs[0]"},
-		{"SecretARN", func(p *Props) { p.WebhookSecretsARN = "ferry/webhooks" }, "WebhookSecretsARN"},
+		{"SecretARN", func(p *Props) { p.WebhookSecretsARN = "arn:aws:ssm:eu-west-1:111122223333:parameter/x" }, "WebhookSecretsARN"},
+		{"SecretName", func(p *Props) { p.WebhookSecretsARN = "ferry webhooks!" }, `WebhookSecretsARN ("ferry webhooks!") must be a secret ARN, a secret name, or a name format`},
 		{"KMSKeyARN", func(p *Props) { p.KMSKeyARN = "alias/ferry" }, "KMSKeyARN"},
 		{"TopicAndEmail", func(p *Props) {
 			p.AlarmTopicARN, p.AlarmEmail = "arn:aws:sns:eu-west-1:111122223333:alarms", "ops@example.com"

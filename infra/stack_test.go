@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -258,7 +259,7 @@ func TestFunctions(t *testing.T) {
 	tableRef := map[string]any{"Ref": s.stack.LogicalID(s.stack.Table)}
 	shared := map[string]any{
 		"FERRY_TABLE": tableRef, "FERRY_PARTITIONS": "16", "FERRY_LEASE": "5m",
-		"FERRY_WRITE_MARGIN": "60s", "LOG_LEVEL": "info",
+		"FERRY_WRITE_MARGIN": "60s", "LOG_LEVEL": "info", "FERRY_RETENTION": "720h", "FERRY_ROW_CAP": "500000",
 	}
 	with := func(extra map[string]any) map[string]any {
 		m := map[string]any{}
@@ -277,7 +278,7 @@ func TestFunctions(t *testing.T) {
 		FunctionEnqueue:   {256, 10, with(map[string]any{"FERRY_IAM_WORKSPACES": "{}"})},
 		FunctionDrainer:   {512, 120, with(nil)},
 		FunctionReaper:    {256, 55, with(nil)},
-		FunctionRetention: {256, 300, with(map[string]any{"FERRY_RETENTION": "720h", "FERRY_ROW_CAP": "500000"})},
+		FunctionRetention: {256, 300, with(nil)},
 	}
 	for _, fn := range Functions {
 		t.Run(functionID(fn), func(t *testing.T) {
@@ -372,21 +373,53 @@ func TestRolePolicies(t *testing.T) {
 }
 
 func TestRolePoliciesWithoutProviders(t *testing.T) {
-	// Nothing configured: the drainer may reach no provider, and without
-	// tracing there is no "*" resource at all.
+	// Nothing configured: the drainer may send no email and put no event,
+	// reads webhook secrets only where the adapter looks by default, and
+	// without tracing there is no "*" resource at all.
 	s := jwtStack(t)
 	for _, fn := range Functions {
 		for _, st := range s.roleStatements(t, fn) {
 			for _, a := range st.Actions {
 				require.NotContains(t, a, "*", "%s: no wildcard action", fn)
 				require.False(t, strings.HasPrefix(a, "ses:") || strings.HasPrefix(a, "events:") ||
-					strings.HasPrefix(a, "secretsmanager:") || strings.HasPrefix(a, "kms:") || strings.HasPrefix(a, "xray:"), "%s: %s", fn, a)
+					strings.HasPrefix(a, "kms:") || strings.HasPrefix(a, "xray:"), "%s: %s", fn, a)
+				if strings.HasPrefix(a, "secretsmanager:") {
+					require.Equal(t, FunctionDrainer, fn)
+					require.Equal(t, stmt{Actions: []string{"secretsmanager:GetSecretValue"},
+						Resources: []string{"arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:ferry/webhook/*"}}, st)
+				}
 			}
 			for _, r := range st.Resources {
 				require.NotEqual(t, "*", r, "%s", fn)
 			}
 		}
 	}
+}
+
+func TestWebhookSecretResource(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	for i, tc := range []struct {
+		value, want string
+		pattern     bool
+	}{
+		{"", "arn:${Token[AWS.Partition.*]}:secretsmanager:${Token[AWS.Region.*]}:${Token[AWS.AccountId.*]}:secret:ferry/webhook/*", true},
+		{testSecret, testSecret, false},
+		{"ferry/webhooks", "arn:${Token[AWS.Partition.*]}:secretsmanager:${Token[AWS.Region.*]}:${Token[AWS.AccountId.*]}:secret:ferry/webhooks-??????", false},
+		{"arn:aws:secretsmanager:eu-west-1:111122223333:secret:hooks/%s/signing", "arn:aws:secretsmanager:eu-west-1:111122223333:secret:hooks/*/signing-??????", true},
+	} {
+		p := Props{WebhookSecretsARN: tc.value}.WithDefaults()
+		s := &Stack{Stack: awscdk.NewStack(app, jsii.String(fmt.Sprintf("S%d", i)), nil), Props: &p}
+		got, pattern := s.webhookSecretResource()
+		require.Regexp(t, "^"+tokenPattern(tc.want)+"$", got, tc.value)
+		require.Equal(t, tc.pattern, pattern, tc.value)
+	}
+}
+
+// tokenPattern turns want into a regular expression in which each
+// ${Token[NAME.*]} matches that token with any number.
+func tokenPattern(want string) string {
+	q := regexp.QuoteMeta(want)
+	return strings.ReplaceAll(q, `\.\*\]\}`, `\.[0-9]+\]\}`)
 }
 
 func TestAPIRoutesAllAuthorized(t *testing.T) {
