@@ -348,3 +348,47 @@ var _ = register("RunNowCarriesOutLaneHead", func(ctx context.Context, t *testin
 	var te *outbox.TransitionError
 	require.True(t, errors.As(err, &te))
 })
+
+var _ = register("DeadlineReleasesWhatDidNotStart", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	var lane []string
+	for range 3 {
+		lane = append(lane, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"}).ID)
+	}
+	deadline := tb.b.Clock.Now().Add(3 * time.Minute)
+	// The head's provider call runs until the deadline is near.
+	tb.rec.OnExecute = func(att *outbox.Attempt) { tb.b.Clock.Set(deadline.Add(-30 * time.Second)) }
+	r, err := tb.settled().DrainPartition(ctx, 0, outbox.DrainParams{Deadline: deadline})
+	require.NoError(t, err)
+	require.Equal(t, 3, r.Claimed)
+	require.Equal(t, 1, r.Ended)
+	require.Equal(t, 2, r.Released)
+	require.Equal(t, outbox.StateDONE, tb.get(t, lane[0]).State)
+	for _, id := range lane[1:] {
+		got := tb.get(t, id)
+		require.Equal(t, outbox.StateADMITTED, got.State)
+		require.Zero(t, got.Attempt, "a released claim does not count")
+	}
+	// A drain that starts too close to its deadline claims nothing.
+	r, err = tb.settled().DrainPartition(ctx, 0, outbox.DrainParams{Deadline: tb.b.Clock.Now().Add(tb.cfg.WriteMargin / 2)})
+	require.NoError(t, err)
+	require.Zero(t, r.Claimed)
+	require.True(t, r.More)
+})
+
+var _ = register("RunNowLeavesABusyPartitionAlone", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{})
+	v, err := tb.e.FenceTake(ctx, 0, "drainer", tb.b.Clock.Now().Add(time.Minute))
+	require.NoError(t, err)
+	got, err := tb.settled().RunNow(ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateADMITTED, got.State, "a drainer holds the partition")
+	require.Zero(t, tb.rec.Execs(a.ID))
+	require.NoError(t, tb.e.FenceRelease(ctx, 0, "drainer", v))
+	got, err = tb.settled().RunNow(ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateDONE, got.State)
+	_, err = tb.e.RunNow(ctx, "0-424242")
+	require.ErrorIs(t, err, outbox.ErrNotFound)
+})
