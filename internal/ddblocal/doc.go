@@ -40,6 +40,5 @@
 // PartiQL, backups and restores, global tables, Kinesis streaming, the
 // legacy parameters (Expected, AttributeUpdates, KeyConditions, QueryFilter,
 // ScanFilter, AttributesToGet: refused with a ValidationException),
-// ReturnItemCollectionMetrics, and item-collection size limits. Query does
-// not refuse a FilterExpression on key attributes as DynamoDB does.
+// ReturnItemCollectionMetrics, and item-collection size limits.
 package ddblocal

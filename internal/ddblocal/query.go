@@ -387,6 +387,11 @@ func (db *DB) query(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
 	if err != nil {
 		return nil, err
 	}
+	if in.FilterExpression != nil {
+		if k := filterKeyAttribute(*in.FilterExpression, in.ExpressionAttributeNames, tg.keys.names()); k != "" {
+			return nil, validationError("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", k)
+		}
+	}
 	lo, hi, err := keyBounds(kc, tg.keys)
 	if err != nil {
 		return nil, err

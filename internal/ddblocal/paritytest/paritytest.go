@@ -264,6 +264,24 @@ func cases() []parityCase {
 			require.Equal(t, []string{"00", "02", "04"}, strs(out.Items, "sk"))
 			require.NotNil(t, out.LastEvaluatedKey)
 		}},
+		// "A filter expression cannot contain partition key or sort key
+		// attributes. You need to specify those attributes in the key
+		// condition expression, not the filter expression."
+		{"QueryFilterOnKeyRefused", docQuery, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			b := setup(ctx, t, nc, layoutStrings)
+			b.put(t, item{"pk": s("p"), "sk": s("a1"), "v": n("1")})
+			_, err := b.client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(b.table), KeyConditionExpression: aws.String("pk = :p"),
+				FilterExpression: aws.String("begins_with(#s, :a) AND v > :z"), ExpressionAttributeNames: map[string]string{"#s": "sk"},
+				ExpressionAttributeValues: item{":p": s("p"), ":a": s("a"), ":z": n("0")}})
+			requireAPIError(t, err, "ValidationException", "Filter Expression can only contain non-primary key attributes: Primary key attribute: sk")
+			out, err := b.client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(b.table), KeyConditionExpression: aws.String("pk = :p AND begins_with(sk, :a)"),
+				FilterExpression: aws.String("v > :z AND m.sk = :a"), ExpressionAttributeValues: item{":p": s("p"), ":a": s("a"), ":z": n("0")}})
+			require.NoError(t, err, "a nested attribute named like a key is not a key")
+			require.Equal(t, int32(0), out.Count)
+			sc, err := b.client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(b.table), FilterExpression: aws.String("begins_with(sk, :a)"), ExpressionAttributeValues: item{":a": s("a")}})
+			require.NoError(t, err, "Scan may filter on keys")
+			require.Equal(t, int32(1), sc.Count)
+		}},
 		// begins_with and BETWEEN on the sort key; Select COUNT.
 		{"QueryKeyConditions", docQueryAPI, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
 			b := setup(ctx, t, nc, layoutStrings)
