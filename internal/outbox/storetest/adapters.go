@@ -208,6 +208,7 @@ const (
 	KindTagged = "t-tagged" // tagged variants "a" (and "b" in the newer build)
 	KindNew    = "t-new"    // known only to the newer build
 	KindLong   = "t-long"   // keeps ended actions 72h (longer than the suite's retention)
+	KindPlain  = "t-plain"  // idempotent receiver with Execute only (no Prepare, no hooks)
 )
 
 // Registry returns the suite's registry; newer adds KindNew and variant
@@ -226,6 +227,7 @@ func Registry(rec *Recorder, table string, newer bool) *outbox.Registry {
 	must(reg.Register(mk(KindAMO, outbox.AtMostOnce)))
 	must(reg.Register(readBackAdapter{mk(KindRB, outbox.ReadBack)}))
 	must(reg.Register(hookAdapter{mk(KindHook, outbox.IdempotentReceiver)}))
+	must(reg.Register(plainAdapter{mk(KindPlain, outbox.IdempotentReceiver)}))
 	long := mk(KindLong, outbox.IdempotentReceiver)
 	long.spec.Retention = 72 * time.Hour
 	must(reg.Register(long))
@@ -249,4 +251,15 @@ func hookKey(table, id string) *dynamodb.GetItemInput {
 func transact(ctx context.Context, db outbox.DynamoDB, items []types.TransactWriteItem) error {
 	_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	return err
+}
+
+// plainAdapter hides everything of a script adapter but Execute.
+type plainAdapter struct{ s *scriptAdapter }
+
+func (a plainAdapter) Spec() outbox.KindSpec { return a.s.Spec() }
+func (a plainAdapter) Validate(v string, p json.RawMessage) error {
+	return a.s.Validate(v, p)
+}
+func (a plainAdapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Result {
+	return a.s.Execute(ctx, att)
 }

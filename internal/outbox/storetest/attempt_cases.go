@@ -251,3 +251,31 @@ var _ = register("DrainHelperRunsEverythingDue", func(ctx context.Context, t *te
 		require.Equal(t, outbox.StateDONE, tb.get(t, id).State, id)
 	}
 })
+
+// eraseOnStart erases a subject when an attempt starts (after the claim and
+// the row read, before the write fence).
+type eraseOnStart struct {
+	outbox.NopObserver
+	erase func()
+}
+
+func (o eraseOnStart) AttemptStarted(*outbox.Action) { o.erase() }
+
+var _ = register("ErasureAfterClaimStopsTheProviderCall", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{Kind: KindPlain, SubjectID: "alice"})
+	erased := 0
+	e, err := outbox.New(tb.b.DB, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg,
+		outbox.WithObserver(eraseOnStart{erase: func() {
+			n, err := tb.e.EraseSubject(ctx, "ws", "alice")
+			if err == nil {
+				erased += n
+			}
+		}}))
+	require.NoError(t, err)
+	tb.settled()
+	_, err = e.DrainPartition(ctx, 0, outbox.DrainParams{})
+	require.NoError(t, err)
+	require.Equal(t, 1, erased)
+	require.Zero(t, tb.rec.Execs(a.ID), "a pending action erased before its fence is never carried out")
+})
