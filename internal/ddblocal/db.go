@@ -18,6 +18,8 @@ type DB struct {
 	// makes each call atomic and serializable.
 	mu     sync.RWMutex
 	tables map[string]*table
+	// scratch is an encoding buffer reused by writes (under mu).
+	scratch []byte
 
 	clock    clock.Clock
 	region   string

@@ -20,12 +20,13 @@ func (e entry) key() []byte  { return e.buf[:e.klen] }
 func (e entry) data() []byte { return e.buf[e.klen:] }
 func (e entry) item() Item   { return decodeItem(e.data()) }
 
-func makeEntry(key []byte, item Item, size int) entry {
-	buf := make([]byte, 0, len(key)+size+size/4+16)
-	buf = append(buf, key...)
+// makeEntry encodes key and item into one exact-size allocation (so a
+// million items do not each carry slack), through scratch, a buffer the
+// caller owns (the DB's, under its write lock).
+func makeEntry(scratch *[]byte, key []byte, item Item, size int) entry {
+	buf := append((*scratch)[:0], key...)
 	buf = encodeItem(buf, item)
-	// Copy to an exact-size buffer so a million items do not each carry
-	// slack.
+	*scratch = buf
 	exact := make([]byte, len(buf))
 	copy(exact, buf)
 	return entry{buf: exact, klen: uint32(len(key)), size: uint32(size)}
@@ -149,7 +150,7 @@ func (t *table) commit(db *DB, key []byte, old *entry, newItem Item, newSize int
 	}
 	var ne *entry
 	if newItem != nil {
-		e := makeEntry(key, newItem, newSize)
+		e := makeEntry(&db.scratch, key, newItem, newSize)
 		ne = &e
 		t.items.ReplaceOrInsert(e)
 		t.sizeBytes += int64(newSize)
@@ -195,13 +196,13 @@ func (t *table) commitIndex(db *DB, ix *index, baseKey []byte, oldItem, newItem 
 		units = writeUnits(sz)
 	case !inOld && inNew:
 		np, sz := project(newItem, newSize)
-		e := makeEntry(newKey, np, sz)
+		e := makeEntry(&db.scratch, newKey, np, sz)
 		ops = append(ops, pendingIndexOp{put: &e})
 		units = writeUnits(sz)
 	case bytes.Equal(oldKey, newKey):
 		op := ix.schema.project(oldItem, s.keys)
 		np, sz := project(newItem, newSize)
-		e := makeEntry(newKey, np, sz)
+		e := makeEntry(&db.scratch, newKey, np, sz)
 		if bytes.Equal(e.data(), encodeItem(nil, op)) {
 			return 0 // nothing the index keeps changed: no index write
 		}
@@ -210,7 +211,7 @@ func (t *table) commitIndex(db *DB, ix *index, baseKey []byte, oldItem, newItem 
 	default:
 		_, osz := project(oldItem, sizeOfItem(oldItem))
 		np, sz := project(newItem, newSize)
-		e := makeEntry(newKey, np, sz)
+		e := makeEntry(&db.scratch, newKey, np, sz)
 		ops = append(ops, pendingIndexOp{del: oldKey}, pendingIndexOp{put: &e})
 		units = writeUnits(osz) + writeUnits(sz)
 	}

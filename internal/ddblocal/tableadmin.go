@@ -159,7 +159,7 @@ func (db *DB) createIndex(t *table, act *types.CreateGlobalSecondaryIndexAction,
 		item := e.item()
 		if k, ok := s.indexKey(ixs, item, e.key()); ok {
 			p := ixs.project(item, s.keys)
-			ix.apply(pendingIndexOp{put: ptr(makeEntry(k, p, sizeOfItem(p)))})
+			ix.apply(pendingIndexOp{put: ptr(makeEntry(&db.scratch, k, p, sizeOfItem(p)))})
 		}
 		return true
 	})
