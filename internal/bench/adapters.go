@@ -15,8 +15,8 @@ import (
 // the provider call would start and answer Done, so every unit counted is
 // the engine's.
 const (
-	KindWebhook = "webhook" // idempotent receiver, like the webhook adapter
-	KindEmail   = "email"   // at-most-once, like the SES email adapter
+	KindWebhook = "webhook" // idempotent receiver that prepares, like the webhook adapter
+	KindEmail   = "email"   // at-most-once that prepares, like the SES email adapter
 )
 
 // provider records provider calls: when each action's first call started
@@ -84,12 +84,19 @@ func (s stubAdapter) Execute(_ context.Context, att *outbox.Attempt) outbox.Resu
 	return outbox.Done("m-" + strconv.FormatInt(att.Action.Seq, 36))
 }
 
+// preparingStub is a stubAdapter with a Prepare step that does nothing:
+// the real webhook and email adapters prepare (decode, fetch secrets, check
+// suppression) before the fence.
+type preparingStub struct{ stubAdapter }
+
+func (preparingStub) Prepare(context.Context, *outbox.Attempt) outbox.Result { return outbox.Result{} }
+
 // registry returns a registry with the benchmark's kinds.
 func registry(p *provider) (*outbox.Registry, error) {
 	reg := outbox.NewRegistry()
 	for _, a := range []outbox.Adapter{
-		stubAdapter{kind: KindWebhook, class: outbox.IdempotentReceiver, p: p},
-		stubAdapter{kind: KindEmail, class: outbox.AtMostOnce, p: p},
+		preparingStub{stubAdapter{kind: KindWebhook, class: outbox.IdempotentReceiver, p: p}},
+		preparingStub{stubAdapter{kind: KindEmail, class: outbox.AtMostOnce, p: p}},
 	} {
 		if err := reg.Register(a); err != nil {
 			return nil, err
