@@ -51,10 +51,11 @@ func synth(t *testing.T, name string, props Props) *synthesized {
 func defaultStack(t *testing.T) *synthesized { return synth(t, "default", Props{}) }
 
 const (
-	testKey      = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-	testIdentity = "arn:aws:ses:eu-west-1:111122223333:identity/example.com"
-	testBus      = "arn:aws:events:eu-west-1:111122223333:event-bus/orders"
-	testSecret   = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:ferry/webhooks-AbCdEf"
+	testKey       = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+	testIdentity  = "arn:aws:ses:eu-west-1:111122223333:identity/example.com"
+	testBus       = "arn:aws:events:eu-west-1:111122223333:event-bus/orders"
+	testSecret    = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:ferry/webhooks-AbCdEf"
+	testOTelLayer = "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
 )
 
 // providersStack has every optional resource configured.
@@ -67,6 +68,8 @@ func providersStack(t *testing.T) *synthesized {
 		WebhookSecretsARN:   testSecret,
 		AlarmEmail:          "ops@example.com",
 		IAMWorkspaces:       map[string][]string{"arn:aws:iam::111122223333:role/app": {"default", "billing"}},
+		Tracing:             TracingOpenTelemetry,
+		OTelLayerARN:        testOTelLayer,
 	})
 }
 
@@ -307,6 +310,13 @@ func TestFunctionEnvironmentOfConfiguredStack(t *testing.T) {
 	require.Equal(t, `{"arn:aws:iam::111122223333:role/app":["default","billing"]}`, env(FunctionEnqueue)["FERRY_IAM_WORKSPACES"])
 	require.NotContains(t, env(FunctionEnqueue), "FERRY_WORKSPACE_CLAIM")
 	require.Equal(t, testSecret, env(FunctionDrainer)["FERRY_WEBHOOK_SECRETS_ARN"])
+	for _, fn := range Functions {
+		p := s.props(t, s.stack.LogicalID(s.stack.Functions[fn]))
+		require.Equal(t, []any{testOTelLayer}, p["Layers"], "%s: the collector layer", fn)
+		require.Equal(t, map[string]any{"Mode": "Active"}, p["TracingConfig"])
+		require.Equal(t, "ferry-"+string(fn), env(fn)["OTEL_SERVICE_NAME"])
+		require.Equal(t, "http://localhost:4318", env(fn)["OTEL_EXPORTER_OTLP_ENDPOINT"])
+	}
 	require.Equal(t, "ferry", env(FunctionDrainer)["FERRY_SES_CONFIGURATION_SET"])
 
 	j := jwtStack(t)
