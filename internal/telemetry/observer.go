@@ -15,6 +15,8 @@ type Observer struct {
 	Log     *slog.Logger
 }
 
+var _ outbox.Observer = (*Observer)(nil)
+
 // NewObserver returns an Observer over m and log.
 func NewObserver(m *Metrics, log *slog.Logger) *Observer {
 	return &Observer{Metrics: m, Log: log}
