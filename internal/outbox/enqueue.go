@@ -152,11 +152,16 @@ type laneID struct{ ws, lane string }
 // prepare builds the items of a batch of enqueues (one lane tail update per
 // lane, chained in order). It reads each lane's tail with a consistent read.
 func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, []types.TransactWriteItem, error) {
-	now := e.clk.Now().UTC()
+	// Times are stored in milliseconds: answer with what a later read returns.
+	now := e.clk.Now().UTC().Truncate(time.Millisecond)
 	out := make([]*prepared, 0, len(ps))
 	tails := map[laneID]int64{}   // newest seq in this batch (or read)
 	tailOld := map[laneID]int64{} // as read
 	var laneOrder []laneID
+	// Validate the whole batch before reserving anything, so a refused batch
+	// writes nothing (not even a seq block).
+	adapters := make([]Adapter, len(ps))
+	variants := make([]string, len(ps))
 	keys := map[string]bool{}
 	for i := range ps {
 		p := &ps[i]
@@ -164,6 +169,7 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 		if err != nil {
 			return nil, nil, err
 		}
+		adapters[i], variants[i] = ad, variant
 		if p.IdempotencyKey != "" {
 			k := p.WorkspaceID + "\x00" + p.IdempotencyKey
 			if keys[k] {
@@ -171,6 +177,11 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 			}
 			keys[k] = true
 		}
+	}
+	for i := range ps {
+		p := &ps[i]
+		ad, variant := adapters[i], variants[i]
+		var err error
 		part := 0
 		var prev int64
 		lid := laneID{p.WorkspaceID, p.LaneKey}
