@@ -84,4 +84,9 @@ type Action struct {
 	ExpiresAt      time.Time       // zero when it never expires
 	EndedAt        time.Time       // zero until ended
 	Owner          string          // the drainer holding the current claim (EXECUTING)
+
+	// followed: a later member of the action's lane was claimed behind it
+	// in the same group, so the action is not its lane's tail and its end
+	// need not read the tail (ADR 0005). Set by the drainer only.
+	followed bool
 }

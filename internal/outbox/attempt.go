@@ -124,6 +124,7 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 			return attemptReport{Outcome: OutcomeAbandoned}, nil
 		}
 	}
+	a.followed = claimed.followed
 	ad, ok := e.reg.Decodes(a.Kind, a.Variant)
 	if !ok {
 		return attemptReport{Outcome: OutcomeAbandoned}, e.release(ctx, &a)

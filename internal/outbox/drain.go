@@ -164,6 +164,9 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[st
 			}
 			g = g[:cut]
 		}
+		// A member behind this one stays live (run, released or waiting):
+		// this one is not the lane's tail (ADR 0005).
+		g[i].followed = i+1 < len(g)
 		rep, err := e.runAttempt(ctx, g[i], rows[g[i].Seq])
 		if rep.Started {
 			res.Started++

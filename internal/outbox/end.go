@@ -130,7 +130,9 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 		}
 	}
 	tailAt := -1
-	if a.LaneKey != "" {
+	// A member followed by a later live member of its lane is not the
+	// lane's tail: no tail to read or clean up (ADR 0005).
+	if a.LaneKey != "" && !a.followed {
 		lid := laneID{a.WorkspaceID, a.LaneKey}
 		tail, err := e.readTail(ctx, a.Partition, lid)
 		if err != nil {
