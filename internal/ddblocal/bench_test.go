@@ -23,6 +23,15 @@ import (
 // FERRY_DDBLOCAL_BENCH_1M=1 (building the table takes a while):
 //
 //	FERRY_DDBLOCAL_BENCH_1M=1 go test -run '^$' -bench . -benchmem ./internal/ddblocal/
+//
+// Measured 2026-11-29 on the shared 2-core machine (load ~24, so ns/op is
+// inflated; cpu-ns/op and allocs/op are the steadier figures), 10k -> 1M:
+//
+//	PutItem                  cpu  11.6 ->   6.8 us/op   55 -> 55 allocs
+//	UpdateItem (conditional) cpu  15.9 ->  25.9 us/op  144 -> 145 allocs
+//	TransactWriteItems (10)  cpu 199   -> 157   us/op 1213 -> 1188 allocs
+//	Query Limit 10           cpu  22.5 ->  30.2 us/op  351 -> 351 allocs
+//	heap per item (1M items of 176 B DynamoDB size): 315 B, 1.79x
 
 const (
 	benchTable      = "bench"
