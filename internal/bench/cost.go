@@ -40,6 +40,10 @@ type Cost struct {
 	Duplicates       int // provider calls beyond one per action
 	Wall             time.Duration
 	Note             string
+	// Starved: keyless actions that arrived while a lane's head was
+	// stranded and were not delivered before its lease ran out (stranded
+	// workload only), out of Arrived.
+	Starved, Arrived int
 }
 
 func (e *env) cost(name string, enqueued int, wall time.Duration) Cost {
@@ -361,6 +365,8 @@ func Stranded(ctx context.Context, o CostOptions) (Cost, error) {
 	c := e.cost(fmt.Sprintf("stranded lane head, %d behind", o.Stranded), total, time.Since(began))
 	c.FenceRefusals = fr
 	c.Note = fmt.Sprintf("%d of %d delivered (%d keyless arrived by then) after 250 s, while the head's 5 min lease ran", blockedDelivered, 3*251+enq, 3*251)
+	c.Arrived = 3 * 251
+	c.Starved = max(0, c.Arrived-blockedDelivered)
 	return c, nil
 }
 

@@ -117,6 +117,20 @@ func (r *Results) Markdown(w io.Writer) {
 		p("| %s | %s | %s | %s |", t.What, t.Want, t.Got, mark)
 	}
 	p("")
+	p("## Levers")
+	p("")
+	p("Measured before and after with this program; each has its ADR.")
+	p("")
+	p("| lever | ADR | effect (per delivered 1 KB action) | |")
+	p("|---|---|---|---|")
+	p("| seq numbers reserved in blocks of 32; due index keeps claimed rows in place (projected state, no key change); write fence not projected; idempotency TTL in its own write | 0002 (engine helper, before this benchmark) | keyless 11.2 → 9.2 WRU, keyed 17.2 → 13.2 WRU | applied |")
+	p("| a claimed batch's rows read once, eventually consistent (one Query of the seq range, or BatchGetItem), instead of a consistent GetItem per action | 0003 | keyless 1.04 → 0.18 RRU, 4.26 → 3.30 calls; laned 3.11 → 2.48 RRU | applied |")
+	p("| the claim sets the write fence for idempotent receivers (no separate fence write) | 0004 | keyless without Prepare 9.21 → 8.21 WRU, 3.30 → 2.30 calls | **not applied**: the simulator finds provider calls for actions erased between claim and call |")
+	p("| a lane member followed by a later member in its claimed run skips the lane-tail read at its end | 0005 | laned 2.48 → 1.64 RRU, 5.28 → 4.44 calls | applied |")
+	p("| skip the idempotency record when no key is given; claim fence check once per batch | 0002 | already so when measured | applied |")
+	p("")
+	p("Where the remaining units go, for a keyless webhook action: base table 1 (put) + 2 (claim, in a transaction) + 1 (write fence) + 1 (end) + about 0.2 (claim fence take/release, the fence check in each claim transaction, seq blocks); indexes 1 (due insert) + 1 (claim changes projected attributes) + 1 (due delete at the end) + 1 (`ended` insert). Reaching 7 needs two of: no separate write fence (ADR 0004 says why not now), a claim that changes no projected attribute of `due`, no `ended` index entry per action. An idempotency key adds a 4-unit transaction (action and record, 2 each) instead of a 1-unit put, plus the record's TTL write at the end: writing the record first with enough content to finish the enqueue, then the action (ADR 0002, not done), would make it +2. A laned action pays the lane-tail put in the enqueue transaction (2 + 2 instead of 1) and the tail delete at the end of the lane's last member; its reads are the consistent tail read at enqueue (1) and, for the last member of a run, at the end.")
+	p("")
 	p("## Request units, calls, batch fill and conflicts per delivered action")
 	p("")
 	p("Units per delivered action, end to end (enqueue, claim, write fence, end, plus the drainers' claim-fence and seq-block writes and their index queries). `table` is the base table, `due`/`subject`/`ended` the indexes; batch fill is the mean actions per claim transaction over the batch size (25); conflicts are transactions DynamoDB cancelled with TransactionConflict, refused are claim candidates whose condition failed (taken by another claim), both per 1,000 actions.")
@@ -154,6 +168,10 @@ func (r *Results) Markdown(w io.Writer) {
 		p("- %s: %s.", c.Workload, strings.Join(extra, "; "))
 	}
 	p("")
+	if st := r.cost("stranded"); st != nil && st.Starved > st.Arrived/2 {
+		p("**Finding: a stranded lane head with a deep backlog starves its partition.** In the stranded workload, %d of the %d keyless actions that arrived during the first 250 s were not delivered until the stranded head's lease ran out: the lane's waiting members sit at the front of the due index, fill every claim's candidate list (twice the batch), are all found blocked, and the claim takes nothing. Invariant 5 (oldest due claimable first, subject to lane order) wants the keyless actions claimed meanwhile. This is the claim's candidate selection (internal/outbox/claim.go), not a cost lever; reported to the engine owners.", st.Starved, st.Arrived)
+		p("")
+	}
 	p("## Latency: enqueue to provider call, 5 ms per DynamoDB call")
 	p("")
 	p("| wake-up | actions | arrivals/s | p50 | p99 | max |")
