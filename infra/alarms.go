@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -186,12 +187,13 @@ func (s *Stack) newAlarms() {
 			threshold:   float64(a.DynamoDBSystemErrors), periods: 1, op: gte, missing: notBreaching,
 		})
 
+	scope := constructs.NewConstruct(s.Stack, jsii.String("Alarms"))
 	var action awscloudwatch.IAlarmAction
 	switch {
 	case p.AlarmTopicARN != "":
-		s.AlarmTopic = awssns.Topic_FromTopicArn(s.Stack, jsii.String("AlarmTopic"), jsii.String(p.AlarmTopicARN))
+		s.AlarmTopic = awssns.Topic_FromTopicArn(scope, jsii.String("Topic"), jsii.String(p.AlarmTopicARN))
 	case p.AlarmEmail != "":
-		topic := awssns.NewTopic(s.Stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
+		topic := awssns.NewTopic(scope, jsii.String("Topic"), &awssns.TopicProps{
 			DisplayName: jsii.String("Ferry alarms"),
 			EnforceSSL:  jsii.Bool(true),
 		})
@@ -202,7 +204,7 @@ func (s *Stack) newAlarms() {
 		action = awscloudwatchactions.NewSnsAction(s.AlarmTopic)
 	}
 	for _, spec := range specs {
-		alarm := awscloudwatch.NewAlarm(s.Stack, jsii.String(spec.id+"Alarm"), &awscloudwatch.AlarmProps{
+		alarm := awscloudwatch.NewAlarm(scope, jsii.String(spec.id), &awscloudwatch.AlarmProps{
 			AlarmName:          jsii.String(*s.Stack.StackName() + "-" + spec.id),
 			AlarmDescription:   jsii.String(spec.description),
 			Metric:             spec.metric,

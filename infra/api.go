@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -70,7 +71,8 @@ func (s *Stack) newAPI() {
 	} else {
 		authorizer = awsapigatewayv2authorizers.NewHttpIamAuthorizer()
 	}
-	api := awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+	scope := constructs.NewConstruct(s.Stack, jsii.String("Api"))
+	api := awsapigatewayv2.NewHttpApi(scope, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
 		Description:        jsii.String("Ferry HTTP API (v1)"),
 		CreateDefaultStage: jsii.Bool(false),
 		DefaultAuthorizer:  authorizer,
@@ -87,11 +89,11 @@ func (s *Stack) newAPI() {
 		})
 	}
 
-	logs := awslogs.NewLogGroup(s.Stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+	logs := awslogs.NewLogGroup(scope, jsii.String("AccessLogs"), &awslogs.LogGroupProps{
 		Retention:     retentionDays(p.LogRetentionDays),
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
-	stage := awsapigatewayv2.NewHttpStage(s.Stack, jsii.String("ApiStage"), &awsapigatewayv2.HttpStageProps{
+	stage := awsapigatewayv2.NewHttpStage(scope, jsii.String("Stage"), &awsapigatewayv2.HttpStageProps{
 		HttpApi:    api,
 		StageName:  jsii.String("$default"),
 		AutoDeploy: jsii.Bool(true),

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -77,12 +78,13 @@ func checkAssets(dir string) error {
 // the stream and its providers) and the function itself.
 func (s *Stack) newFunction(fn FunctionName, assetDir string) error {
 	p := s.Props
-	id := functionID(fn)
-	logs := awslogs.NewLogGroup(s.Stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+	// One construct per function: its log group, role and function.
+	scope := constructs.NewConstruct(s.Stack, jsii.String(functionID(fn)))
+	logs := awslogs.NewLogGroup(scope, jsii.String("Logs"), &awslogs.LogGroupProps{
 		Retention:     retentionDays(p.LogRetentionDays),
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
-	role := awsiam.NewRole(s.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+	role := awsiam.NewRole(scope, jsii.String("Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("Ferry " + string(fn) + " function"),
 	})
@@ -117,10 +119,10 @@ func (s *Stack) newFunction(fn FunctionName, assetDir string) error {
 		fp.Tracing = awslambda.Tracing_DISABLED
 	case TracingOpenTelemetry:
 		fp.Layers = &[]awslambda.ILayerVersion{
-			awslambda.LayerVersion_FromLayerVersionArn(s.Stack, jsii.String(id+"OTelLayer"), jsii.String(p.OTelLayerARN)),
+			awslambda.LayerVersion_FromLayerVersionArn(scope, jsii.String("OTelLayer"), jsii.String(p.OTelLayerARN)),
 		}
 	}
-	s.Functions[fn] = awslambda.NewFunction(s.Stack, jsii.String(id), fp)
+	s.Functions[fn] = awslambda.NewFunction(scope, jsii.String("Function"), fp)
 	s.Roles[fn] = role
 	s.LogGroups[fn] = logs
 	return nil

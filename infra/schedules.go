@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -30,9 +31,10 @@ const (
 // newSchedules declares one EventBridge rule per scheduled function and the
 // drainer's stream event-source mapping.
 func (s *Stack) newSchedules() {
+	scope := constructs.NewConstruct(s.Stack, jsii.String("Schedules"))
 	for _, fn := range []FunctionName{FunctionDrainer, FunctionReaper, FunctionRetention} {
 		every := Schedules[fn]
-		s.Rules[fn] = awsevents.NewRule(s.Stack, jsii.String(functionID(fn)+"Schedule"), &awsevents.RuleProps{
+		s.Rules[fn] = awsevents.NewRule(scope, jsii.String(functionID(fn)), &awsevents.RuleProps{
 			Description: jsii.String("Runs the Ferry " + string(fn) + " every " + fmtDur(every)),
 			Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(every.Minutes()))),
 			Targets: &[]awsevents.IRuleTarget{

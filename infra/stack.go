@@ -73,10 +73,13 @@ func NewStack(scope constructs.Construct, id string, props Props) (*Stack, error
 		Rules:     map[FunctionName]awsevents.Rule{},
 		Alarms:    map[string]awscloudwatch.Alarm{},
 	}
+	// One construct per concern: Storage (the table), one per function,
+	// Api, Schedules, Alarms and the Dashboard.
+	storage := constructs.NewConstruct(s.Stack, jsii.String("Storage"))
 	if p.KMSKeyARN != "" {
-		s.key = awskms.Key_FromKeyArn(s.Stack, jsii.String("TableKey"), jsii.String(p.KMSKeyARN))
+		s.key = awskms.Key_FromKeyArn(storage, jsii.String("TableKey"), jsii.String(p.KMSKeyARN))
 	}
-	s.Table = newTable(s.Stack, &p, s.key)
+	s.Table = newTable(storage, &p, s.key)
 	for _, fn := range Functions {
 		if err := s.newFunction(fn, assetDir); err != nil {
 			return nil, err
