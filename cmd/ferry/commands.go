@@ -115,7 +115,8 @@ protocol, so the AWS SDKs, the AWS CLI and SAM can use it:
 				return fmt.Errorf("error listening on --addr %s: %w", addr, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Embedded DynamoDB on http://%s\n  export AWS_ENDPOINT_URL_DYNAMODB=http://%s\n", ln.Addr(), ln.Addr())
-			return ddbhttp.Serve(cmd.Context(), ln, ddblocal.New(), log)
+			// Items whose TTL passed are deleted at most a minute late.
+			return ddbhttp.Serve(cmd.Context(), ln, ddblocal.New(ddblocal.WithTTLSweepEvery(time.Minute)), log)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "listen address")

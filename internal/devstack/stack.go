@@ -65,7 +65,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 
 	if cfg.DynamoDBEndpoint == "" {
-		s.local = ddblocal.New(ddblocal.WithClock(cfg.Clock))
+		// TTL deletions run as DynamoDB's do (lazily, here at most a minute
+		// late), so ended actions leave the table when their TTL passes.
+		s.local = ddblocal.New(ddblocal.WithClock(cfg.Clock), ddblocal.WithTTLSweepEvery(time.Minute))
 		s.db = s.local
 	} else {
 		s.db = RemoteDynamoDB(cfg.DynamoDBEndpoint)
