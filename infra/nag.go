@@ -35,7 +35,7 @@ func (s *Stack) Suppressions(fn FunctionName) []Suppression {
 	}
 	if fn == FunctionDrainer {
 		out = append(out, Suppression{Rule: "AwsSolutions-IAM5", Reason: reasonListStreams,
-			AppliesTo: []string{"/^Resource::<StorageTable[0-9A-F]+\\.Arn>\\/stream\\/\\*$/"}})
+			AppliesTo: []string{"/^Resource::<Table\\.Arn>\\/stream\\/\\*$/"}})
 		if _, pattern := s.webhookSecretResource(); pattern {
 			out = append(out, Suppression{Rule: "AwsSolutions-IAM5", Reason: reasonWebhookSecrets,
 				AppliesTo: []string{"/^Resource::arn:.*:secretsmanager:.*:secret:.*\\*.*$/"}})

@@ -115,5 +115,6 @@ func (s *Stack) AlarmIDs() []string {
 // LogicalID returns the logical id of c's CloudFormation resource (its
 // default child), as the template names it.
 func (s *Stack) LogicalID(c constructs.IConstruct) string {
-	return *s.Stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
+	el := c.Node().DefaultChild().(awscdk.CfnElement)
+	return s.Stack.Resolve(el.LogicalId()).(string)
 }

@@ -182,6 +182,7 @@ func (s *synthesized) roleStatements(t *testing.T, fn FunctionName) []stmt {
 func TestTable(t *testing.T) {
 	s := defaultStack(t)
 	tableID := s.stack.LogicalID(s.stack.Table)
+	require.Equal(t, "Table", tableID, "fixed: a refactor must never replace the table")
 	r := s.json["Resources"].(map[string]any)[tableID].(map[string]any)
 	require.Equal(t, "Retain", r["DeletionPolicy"], "deletion protection on: the stack keeps the table")
 	require.Equal(t, "Retain", r["UpdateReplacePolicy"])

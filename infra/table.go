@@ -59,6 +59,9 @@ var TableIndexes = []TableIndex{
 	{Name: IndexEnded, HashKey: AttrEndPK, SortKey: AttrEndSK},
 }
 
+// TableLogicalID is the table's logical id in the template (fixed).
+const TableLogicalID = "Table"
+
 // TableStreamView is what the table's stream records carry.
 const TableStreamView = awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES
 
@@ -111,6 +114,10 @@ func newTable(scope constructs.Construct, props *Props, key awskms.IKey) awsdyna
 		tp.RemovalPolicy = awscdk.RemovalPolicy_RETAIN
 	}
 	table := awsdynamodb.NewTable(scope, jsii.String("Table"), tp)
+	// The table holds the outbox: its logical id is fixed, so that moving
+	// the construct in a later refactor can never make CloudFormation
+	// replace it.
+	table.Node().DefaultChild().(awsdynamodb.CfnTable).OverrideLogicalId(jsii.String(TableLogicalID))
 	for _, ix := range TableIndexes {
 		gsi := &awsdynamodb.GlobalSecondaryIndexProps{
 			IndexName:      jsii.String(ix.Name),
