@@ -63,6 +63,11 @@ func rowState(it map[string]types.AttributeValue) string {
 	if has(it, "nat") && str(it, "st") == string(outbox.StateADMITTED) {
 		s += " next=" + fmtDur(msTime(it, "nat").Sub(epoch0))
 	}
+	if d := str(it, "due_sk"); d != "" {
+		s += " due_sk=" + d
+	} else if st := str(it, "st"); st == "ADMITTED" || st == "EXECUTING" {
+		s += " NOT-IN-DUE-INDEX"
+	}
 	if sr := str(it, "sr"); sr != "" {
 		s += " stop=" + sr
 	}

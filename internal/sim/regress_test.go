@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,4 +61,31 @@ func tail(b []byte) string {
 		return "...\n" + string(b[len(b)-n:])
 	}
 	return string(b)
+}
+
+// openBugs are seeds that still fail on the engine as committed: bugs the
+// simulator found that are reported, not yet fixed. Run them with
+// go test ./internal/sim -run TestOpenBugs -openbugs.
+var openBugs = []struct {
+	seed  uint64
+	steps int
+	found string
+}{
+	{5784, 1000, "liveness: blocked lanes older than a claimable head fill the claim's candidates (first due-index page, 8 reselect rounds); the drain claims nothing and the partition starves"},
+	{5923, 1000, "liveness: as 5784"},
+	{5953, 1000, "liveness: as 5784"},
+	{6226, 1000, "liveness: as 5784"},
+	{6585, 1000, "liveness: as 5784"},
+}
+
+var openBugsFlag = flag.Bool("openbugs", false, "TestOpenBugs: run the seeds of open engine bugs")
+
+func TestOpenBugs(t *testing.T) {
+	if !*openBugsFlag {
+		t.Skip("pass -openbugs to run the seeds of reported, unfixed engine bugs")
+	}
+	for _, b := range openBugs {
+		r := Run(Options{Seed: b.seed, Steps: b.steps})
+		require.Empty(t, r.Violations, "seed %d (%s)\n%s", b.seed, b.found, tail(r.Trace))
+	}
 }

@@ -429,7 +429,11 @@ func (w *world) checkLiveness() {
 			excused[r.id] = "proposed"
 			continue
 		}
-		w.violate("liveness", []string{r.id}, "%s still %s after faults stopped and the drainer and reaper periods settled", r.id, state(r.item))
+		ids := []string{r.id}
+		if ln := str(r.item, "lane"); ln != "" {
+			ids = w.lanes[str(r.item, "ws")+"/"+ln]
+		}
+		w.violate("liveness", ids, "%s still %s after faults stopped and the drainer and reaper periods settled", r.id, state(r.item))
 		return
 	}
 }
