@@ -40,6 +40,9 @@ const (
 	// as 720h); default the engine's 30 days. Retention (all functions
 	// accept it).
 	EnvRetention = "FERRY_RETENTION"
+	// EnvSESConfigurationSet is the SES configuration set of emails whose
+	// payload names none. Drainer.
+	EnvSESConfigurationSet = "FERRY_SES_CONFIGURATION_SET"
 	// EnvRowCap is how many ended actions are kept at most; default the
 	// engine's 500000. Retention (all functions accept it).
 	EnvRowCap = "FERRY_ROW_CAP"
@@ -111,10 +114,14 @@ func Registry(awsCfg aws.Config, clk clock.Clock, getenv func(string) string) (*
 	if err := reg.Register(wh); err != nil {
 		return nil, err
 	}
-	em, err := email.New(email.Options{Sender: sesv2.NewFromConfig(awsCfg, func(o *sesv2.Options) {
+	var sender email.Sender = sesv2.NewFromConfig(awsCfg, func(o *sesv2.Options) {
 		o.Retryer = aws.NopRetryer{} // the adapter alone decides whether a send may be repeated
 		o.RetryMaxAttempts = 1
-	})})
+	})
+	if set := strings.TrimSpace(getenv(EnvSESConfigurationSet)); set != "" {
+		sender = defaultConfigurationSet{next: sender, name: set}
+	}
+	em, err := email.New(email.Options{Sender: sender})
 	if err != nil {
 		return nil, fmt.Errorf("error building the email adapter: %w", err)
 	}
@@ -165,4 +172,21 @@ func retentionConfig(getenv func(string) string, c *outbox.Config) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// defaultConfigurationSet names the deployment's SES configuration set on
+// every email whose payload names none.
+type defaultConfigurationSet struct {
+	next email.Sender
+	name string
+}
+
+// SendEmail implements email.Sender.
+func (d defaultConfigurationSet) SendEmail(ctx context.Context, in *sesv2.SendEmailInput, optFns ...func(*sesv2.Options)) (*sesv2.SendEmailOutput, error) {
+	if in.ConfigurationSetName == nil || *in.ConfigurationSetName == "" {
+		cp := *in
+		cp.ConfigurationSetName = aws.String(d.name)
+		in = &cp
+	}
+	return d.next.SendEmail(ctx, in, optFns...)
 }

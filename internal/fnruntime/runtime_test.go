@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/outbox"
@@ -60,4 +62,27 @@ func TestSecretNameFormat(t *testing.T) {
 	require.Equal(t, "ferry/webhook/default", fmt.Sprintf(secretNameFormat("ferry/webhook/%s"), "default"))
 	require.Equal(t, "100%x", fmt.Sprintf(secretNameFormat("100%x"), "ws"))
 	require.Equal(t, "", secretNameFormat(""))
+}
+
+type recordingSender struct{ got *sesv2.SendEmailInput }
+
+func (r *recordingSender) SendEmail(_ context.Context, in *sesv2.SendEmailInput, _ ...func(*sesv2.Options)) (*sesv2.SendEmailOutput, error) {
+	r.got = in
+	return &sesv2.SendEmailOutput{}, nil
+}
+
+func TestDefaultConfigurationSet(t *testing.T) {
+	t.Parallel()
+	rec := &recordingSender{}
+	d := defaultConfigurationSet{next: rec, name: "ferry"}
+
+	in := &sesv2.SendEmailInput{}
+	_, err := d.SendEmail(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, "ferry", *rec.got.ConfigurationSetName)
+	require.Nil(t, in.ConfigurationSetName, "the caller's input is not changed")
+
+	_, err = d.SendEmail(context.Background(), &sesv2.SendEmailInput{ConfigurationSetName: aws.String("own")})
+	require.NoError(t, err)
+	require.Equal(t, "own", *rec.got.ConfigurationSetName)
 }
