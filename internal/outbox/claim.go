@@ -347,6 +347,10 @@ func (e *Engine) predecessorCheck(p int, prev int64) types.TransactWriteItem {
 	}}
 }
 
+// maxClaimWindow bounds how many due candidates one claim reads when the
+// front of the due index is all blocked lanes.
+const maxClaimWindow = 512
+
 // Claim claims the oldest due claimable actions of a partition, by (due
 // time, seq), in one TransactWriteItems that also checks the claim fence
 // version and each lane group head's predecessor. Candidates refused by
@@ -372,61 +376,71 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 				cands = append(cands, c)
 			}
 		}
-	} else {
-		var err error
-		cands, err = e.dueCandidates(ctx, p, now, limit)
-		if err != nil {
-			return nil, err
-		}
 	}
 	res := &ClaimResult{}
 	// Select lane groups, learn which are blocked or must not be reclaimed,
 	// and select again without them, so blocked lanes never crowd out
-	// claimable work.
+	// claimable work. When every candidate read is blocked, read a wider
+	// window of the due index: blocked lanes at its front must not starve
+	// the claimable rows behind them.
 	var groups [][]candidate
 	fetched, live, skip := map[int64]bool{}, map[int64]bool{}, map[int64]bool{}
 	proposed := 0
-	for iter := 0; iter < 8; iter++ {
-		groups = selectGroups(cands, limit)
-		if len(groups) == 0 {
-			break
-		}
-		if err := e.prefetch(ctx, p, groups, fetched, live, skip); err != nil {
-			return nil, err
-		}
-		bad := map[int64]bool{}
-		kept := groups[:0]
-		for _, g := range groups {
-			if live[g[0].a.PrevSeq] {
-				for _, c := range g {
-					bad[c.a.Seq] = true // its lane is blocked
-				}
-				continue
+	for window := limit; ; window *= 8 {
+		if cp.OnlyID == "" {
+			var err error
+			cands, err = e.dueCandidates(ctx, p, now, window)
+			if err != nil {
+				return nil, err
 			}
-			for i, c := range g {
-				if skip[c.a.Seq] {
-					for _, d := range g[i:] {
-						bad[d.a.Seq] = true // it and the lane behind it stay
+		}
+		read := len(cands)
+		// Each round drops at least one candidate or stops.
+		for iter := 0; iter <= read; iter++ {
+			groups = selectGroups(cands, limit)
+			if len(groups) == 0 {
+				break
+			}
+			if err := e.prefetch(ctx, p, groups, fetched, live, skip); err != nil {
+				return nil, err
+			}
+			bad := map[int64]bool{}
+			kept := groups[:0]
+			for _, g := range groups {
+				if live[g[0].a.PrevSeq] {
+					for _, c := range g {
+						bad[c.a.Seq] = true // its lane is blocked
 					}
-					g = g[:i]
-					break
+					continue
+				}
+				for i, c := range g {
+					if skip[c.a.Seq] {
+						for _, d := range g[i:] {
+							bad[d.a.Seq] = true // it and the lane behind it stay
+						}
+						g = g[:i]
+						break
+					}
+				}
+				if len(g) > 0 {
+					kept = append(kept, g)
 				}
 			}
-			if len(g) > 0 {
-				kept = append(kept, g)
+			groups = kept
+			if len(bad) == 0 {
+				break
 			}
+			rest := cands[:0:0]
+			for _, c := range cands {
+				if !bad[c.a.Seq] {
+					rest = append(rest, c)
+				}
+			}
+			cands = rest
 		}
-		groups = kept
-		if len(bad) == 0 {
+		if len(groups) > 0 || cp.OnlyID != "" || read < 2*window || window >= maxClaimWindow {
 			break
 		}
-		rest := cands[:0:0]
-		for _, c := range cands {
-			if !bad[c.a.Seq] {
-				rest = append(rest, c)
-			}
-		}
-		cands = rest
 	}
 	for _, g := range groups {
 		proposed += len(g)
