@@ -22,6 +22,10 @@ var regressions = []struct {
 	{1044, 500, "sim: an idempotency record past its TTL is gone for reads even while DynamoDB's TTL lags"},
 	{1071, 500, "sim: a lagging subject index shows an erasure tombstone to a second erasure"},
 	{1048, 500, "sim: tombstones (erasure of a lane member) read as erased"},
+	{1, 500, "engine: a write fence slowed in flight landed with less lease than the provider call's timeout (fixed: e20616e)"},
+	{5784, 1000, "engine: blocked lanes at the front of the due index starved a claimable lane head (fixed: 72c4cdb)"},
+	{5923, 1000, "engine: as 5784"},
+	{6226, 1000, "engine: as 5784"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
@@ -71,11 +75,7 @@ var openBugs = []struct {
 	steps int
 	found string
 }{
-	{5784, 1000, "liveness: blocked lanes older than a claimable head fill the claim's candidates (first due-index page, 8 reselect rounds); the drain claims nothing and the partition starves"},
-	{5923, 1000, "liveness: as 5784"},
-	{5953, 1000, "liveness: as 5784"},
-	{6226, 1000, "liveness: as 5784"},
-	{6585, 1000, "liveness: as 5784"},
+	// none open
 }
 
 var openBugsFlag = flag.Bool("openbugs", false, "TestOpenBugs: run the seeds of open engine bugs")
