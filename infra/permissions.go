@@ -16,7 +16,7 @@ type TableGrant struct {
 }
 
 // TableGrants is, per function, exactly the DynamoDB actions its code calls
-// (internal/outbox as of ADR 0002; docs/deploy.md, "Permissions", says why
+// (internal/outbox as of ADRs 0002 to 0005; docs/deploy.md, "Permissions", says why
 // each is there). A transaction needs the action of each item it holds
 // (UpdateItem, DeleteItem, ConditionCheckItem, PutItem) besides
 // TransactWriteItems itself.
@@ -39,13 +39,14 @@ var TableGrants = map[FunctionName][]TableGrant{
 	// drainer: the claim fence (UpdateItem), candidates from the due index,
 	// predecessor prefetch and lane walks (BatchGetItem), the claim
 	// transaction (fence and predecessor ConditionChecks, per-action
-	// updates), consistent reads of claimed rows, the write fence and
-	// outcome writes, and the lane tail's delete when a lane's last action
-	// ends.
+	// updates), the claimed rows read once per batch (a Query of the seq
+	// range, or BatchGetItem; GetItem for reclaims, ADR 0003), the write
+	// fence and outcome writes, and the lane tail's delete when a lane's
+	// last action ends.
 	FunctionDrainer: {
 		{Actions: []string{
 			"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
-			"dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
+			"dynamodb:Query", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
 		}},
 		{Index: IndexDue, Actions: []string{"dynamodb:Query"}},
 	},

@@ -351,7 +351,7 @@ func TestRolePolicies(t *testing.T) {
 		FunctionDrainer: {
 			logs(FunctionDrainer),
 			{Actions: []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
-				"dynamodb:TransactWriteItems", "dynamodb:UpdateItem"}, Resources: []string{table}},
+				"dynamodb:Query", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem"}, Resources: []string{table}},
 			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/due"}},
 			{Actions: []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
 				Resources: []string{"<" + s.stack.LogicalID(s.stack.Table) + ".StreamArn>"}},
