@@ -233,6 +233,12 @@ func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
 					// engine follows ends there.
 					w.res.Faults["known_gap.lane_after_gone_member"]++
 					w.tracef(p, "KNOWN GAP: %s of lane %s starts while the earlier %s is %s, past a gone member", id, k, e, state(er.item))
+					for _, x := range ids[i:] {
+						w.dumpRow(x)
+						if x == id {
+							break
+						}
+					}
 					break
 				}
 				w.violate("lanes", w.lanes[k], "%s of lane %s started while the earlier %s is %s", id, k, e, state(er.item))
