@@ -21,6 +21,7 @@ type Bootstrap struct {
 	Function       string
 	SizeBytes      int64
 	ColdMs, WarmMs float64 // 0 when not measured
+	InitMs         float64 // the emulator's INIT REPORT, when the test prints it
 }
 
 // BootstrapSizes builds every function as `make build` and
@@ -64,20 +65,31 @@ func EmulatorTimes(ctx context.Context, root, rie string, bs []Bootstrap) ([]Boo
 	got := 0
 	sc := bufio.NewScanner(strings.NewReader(raw))
 	for sc.Scan() {
+		// Rows: function, size MB, cold ms, [init ms,] warm ms.
 		f := strings.Fields(sc.Text())
-		if len(f) != 4 {
+		if len(f) != 4 && len(f) != 5 {
+			continue
+		}
+		nums := make([]float64, 0, 4)
+		for _, x := range f[1:] {
+			v, err := strconv.ParseFloat(x, 64)
+			if err != nil {
+				break
+			}
+			nums = append(nums, v)
+		}
+		if len(nums) != len(f)-1 {
 			continue
 		}
 		for i := range bs {
 			if bs[i].Function != f[0] {
 				continue
 			}
-			c, err1 := strconv.ParseFloat(f[2], 64)
-			w, err2 := strconv.ParseFloat(f[3], 64)
-			if err1 == nil && err2 == nil {
-				bs[i].ColdMs, bs[i].WarmMs = c, w
-				got++
+			bs[i].ColdMs, bs[i].WarmMs = nums[1], nums[len(nums)-1]
+			if len(nums) == 4 {
+				bs[i].InitMs = nums[2]
 			}
+			got++
 		}
 	}
 	if err != nil || got == 0 {

@@ -169,6 +169,7 @@ func (r *Results) Markdown(w io.Writer) {
 	}
 	p("")
 	if st := r.cost("stranded"); st != nil && st.Starved > st.Arrived/2 {
+		p("")
 		p("**Finding: a stranded lane head with a deep backlog starves its partition.** In the stranded workload, %d of the %d keyless actions that arrived during the first 250 s were not delivered until the stranded head's lease ran out: the lane's waiting members sit at the front of the due index, fill every claim's candidate list (twice the batch), are all found blocked, and the claim takes nothing. Invariant 5 (oldest due claimable first, subject to lane order) wants the keyless actions claimed meanwhile. This is the claim's candidate selection (internal/outbox/claim.go), not a cost lever; reported to the engine owners.", st.Starved, st.Arrived)
 		p("")
 	}
@@ -208,6 +209,8 @@ func (r *Results) Markdown(w io.Writer) {
 			p("| %d | %d | %.1f MB | %.1f MB |", m.BatchSize, m.Actions, float64(m.PeakRSSKB)/1024, float64(m.HeapSysKB)/1024)
 		}
 		p("")
+		p("Batch 99 stands for the issue's 100: a claim transaction holds at most 100 items, one of which is the claim fence check, so Config.BatchSize stops at 99.")
+		p("")
 		p("A child process runs the drainer engine through the AWS SDK against the embedded DynamoDB served over loopback HTTP (ddbhttp), draining 1 KB actions from one partition, and reports its peak resident set (VmHWM, what Lambda reports as Max Memory Used). The adapters are the benchmark's stubs, not the real ones.")
 	} else {
 		p("Not measured in this run.")
@@ -216,14 +219,17 @@ func (r *Results) Markdown(w io.Writer) {
 	p("## Lambda bootstraps")
 	p("")
 	if len(r.Bootstraps) > 0 {
-		p("| function | bootstrap size | first (cold) invoke | second (warm) invoke |")
-		p("|---|---:|---:|---:|")
+		p("| function | bootstrap size | first (cold) invoke | of which init (emulator INIT REPORT) | second (warm) invoke |")
+		p("|---|---:|---:|---:|---:|")
 		for _, b := range r.Bootstraps {
-			c, wm := "not measured", "not measured"
+			c, in, wm := "not measured", "not measured", "not measured"
 			if b.ColdMs > 0 {
 				c, wm = fmt.Sprintf("%.1f ms", b.ColdMs), fmt.Sprintf("%.1f ms", b.WarmMs)
 			}
-			p("| %s | %.1f MB | %s | %s |", b.Function, float64(b.SizeBytes)/1e6, c, wm)
+			if b.InitMs > 0 {
+				in = fmt.Sprintf("%.1f ms", b.InitMs)
+			}
+			p("| %s | %.1f MB | %s | %s | %s |", b.Function, float64(b.SizeBytes)/1e6, c, in, wm)
 		}
 		p("")
 		p("Sizes: `go build -tags lambda.norpc -trimpath -ldflags '-s -w'` with CGO off, for this machine's architecture. Invoke times come from the runtime helper's emulator test (internal/lambdalocal, `make lambda-local`), which runs each bootstrap under the AWS Lambda Runtime Interface Emulator against the embedded DynamoDB over loopback; the first invoke includes the process start and the function's init.")
