@@ -5,7 +5,10 @@
 // to start, naming the variable, when a value is missing or invalid:
 // FERRY_TABLE, FERRY_PARTITIONS, FERRY_LEASE, FERRY_WRITE_MARGIN, LOG_LEVEL
 // (internal/fnconfig), FERRY_WORKSPACE_CLAIM (JWT authorizer),
-// FERRY_IAM_WORKSPACES (IAM authorizer), FERRY_MAX_BODY, FERRY_MAX_PAYLOAD.
+// FERRY_IAM_WORKSPACES (IAM authorizer), FERRY_MAX_BODY, FERRY_MAX_PAYLOAD,
+// FERRY_RETENTION and FERRY_ROW_CAP (a cancel ends an action and sets its
+// TTL). Metrics go to stdout in the Embedded Metric Format, flushed at the
+// end of every invocation.
 package main
 
 import (
@@ -15,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -25,6 +29,7 @@ import (
 	"github.com/ferryhq/ferry/internal/fnruntime"
 	"github.com/ferryhq/ferry/internal/httpapi"
 	"github.com/ferryhq/ferry/internal/outbox"
+	"github.com/ferryhq/ferry/internal/telemetry"
 )
 
 func main() {
@@ -34,14 +39,30 @@ func main() {
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("enqueue: refusing to start", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	lambda.Start(h.ProxyWithContext)
+	lambda.StartWithOptions(h.Invoke, lambda.WithEnableSIGTERM(func() { _ = h.obs.Flush() }))
+}
+
+// handler is the function's Lambda handler: the API behind the API Gateway
+// v2 adapter, with the metrics of each invocation flushed as it ends.
+type handler struct {
+	proxy *httpadapter.HandlerAdapterV2
+	obs   *telemetry.Observer
+}
+
+// Invoke serves one API Gateway HTTP API (payload 2.0) request.
+func (h *handler) Invoke(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	resp, err := h.proxy.ProxyWithContext(ctx, req)
+	if ferr := h.obs.Flush(); ferr != nil {
+		h.obs.Log.Warn("enqueue: metrics flush failed", slog.String("error", ferr.Error()))
+	}
+	return resp, err
 }
 
 // newHandler wires the function: configuration, AWS clients (db, when nil,
 // is a DynamoDB client from the default AWS configuration, which honours
 // AWS_ENDPOINT_URL_DYNAMODB), the engine with the kinds it validates, the
 // authorizer mapping and the API handler, behind the API Gateway v2 adapter.
-func newHandler(ctx context.Context, getenv func(string) string, db outbox.DynamoDB, clk clock.Clock, logOut io.Writer) (*httpadapter.HandlerAdapterV2, error) {
+func newHandler(ctx context.Context, getenv func(string) string, db outbox.DynamoDB, clk clock.Clock, logOut io.Writer) (*handler, error) {
 	cfg, err := fnconfig.Load(getenv)
 	if err != nil {
 		return nil, err
@@ -50,7 +71,13 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	out := telemetry.NewLockedWriter(logOut)
+	log := telemetry.NewLogger(out, cfg.LogLevel).With(slog.String("function", "enqueue"))
+	props := map[string]string{"function": "enqueue"}
+	if name := getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
+		props["function_name"] = name
+	}
+	obs := telemetry.NewObserver(telemetry.NewMetrics(out, clk, props), log)
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error loading the AWS configuration: %w", err)
@@ -67,7 +94,12 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	}
 	ocfg := cfg.Outbox()
 	ocfg.MaxPayload = ecfg.MaxPayload
-	eng, err := outbox.New(db, clk, reg, ocfg)
+	// A cancel through the API ends an action, so it sets the TTL the
+	// deployment configured.
+	if err := fnruntime.RetentionConfig(getenv, &ocfg); err != nil {
+		return nil, err
+	}
+	eng, err := outbox.New(db, clk, reg, ocfg, outbox.WithObserver(obs))
 	if err != nil {
 		return nil, fmt.Errorf("error building the engine: %w", err)
 	}
@@ -78,9 +110,14 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	api, err := httpapi.New(httpapi.Options{
 		Outbox: eng, Auth: auth, Clock: clk, Logger: log,
 		Limits: httpapi.Limits{MaxBody: ecfg.MaxBody, MaxPayload: ecfg.MaxPayload},
+		OnEnqueued: func(actions []outbox.Action) {
+			for _, a := range actions {
+				obs.Metrics.Count("ActionsEnqueued", 1, telemetry.Dim{Name: "Kind", Value: a.Kind})
+			}
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return httpadapter.NewV2(api), nil
+	return &handler{proxy: httpadapter.NewV2(api), obs: obs}, nil
 }

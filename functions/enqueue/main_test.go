@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +46,8 @@ func TestColdStartNamesTheVariable(t *testing.T) {
 		{map[string]string{"FERRY_IAM_WORKSPACES": `["default"]`}, "FERRY_IAM_WORKSPACES"},
 		{map[string]string{"FERRY_WORKSPACE_CLAIM": "a b"}, "FERRY_WORKSPACE_CLAIM"},
 		{map[string]string{"LOG_LEVEL": "chatty"}, "LOG_LEVEL"},
+		{map[string]string{"FERRY_RETENTION": "forever"}, "FERRY_RETENTION"},
+		{map[string]string{"FERRY_ROW_CAP": "-1"}, "FERRY_ROW_CAP"},
 	} {
 		t.Run(tc.wantVar, func(t *testing.T) {
 			t.Parallel()
@@ -98,7 +102,7 @@ func TestSamplesThroughTheLambdaHandler(t *testing.T) {
 
 	h, err := newHandler(ctx, testEnv(nil), db, clk, io.Discard)
 	require.NoError(t, err)
-	invoke := lambda.NewHandler(h.ProxyWithContext)
+	invoke := lambda.NewHandler(h.Invoke)
 
 	for _, s := range sampleStatuses {
 		raw, err := os.ReadFile("../../events/" + s.file)
@@ -138,7 +142,7 @@ func TestEveryBuiltInKindIsAccepted(t *testing.T) {
 	require.NoError(t, setupEng.EnsureTable(ctx))
 	h, err := newHandler(ctx, testEnv(nil), db, clk, io.Discard)
 	require.NoError(t, err)
-	invoke := lambda.NewHandler(h.ProxyWithContext)
+	invoke := lambda.NewHandler(h.Invoke)
 
 	raw, err := os.ReadFile("../../events/apigw-enqueue.json")
 	require.NoError(t, err)
@@ -158,4 +162,54 @@ func TestEveryBuiltInKindIsAccepted(t *testing.T) {
 		require.NoError(t, json.Unmarshal(out, &resp))
 		require.Equal(t, 201, resp.StatusCode, "%s: %s", kind, resp.Body)
 	}
+}
+
+// TestInvocationFlushesMetrics: each invocation writes its metrics as
+// CloudWatch Embedded Metric Format lines (namespace Ferry), and the
+// enqueue is counted by kind.
+func TestInvocationFlushesMetrics(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	setupEng, err := outbox.New(db, clk, outbox.NewRegistry(), outbox.Config{Table: "ferry"})
+	require.NoError(t, err)
+	require.NoError(t, setupEng.EnsureTable(ctx))
+	var out lockedBuffer
+	h, err := newHandler(ctx, testEnv(nil), db, clk, &out)
+	require.NoError(t, err)
+	raw, err := os.ReadFile("../../events/apigw-enqueue.json")
+	require.NoError(t, err)
+	_, err = lambda.NewHandler(h.Invoke).Invoke(ctx, raw)
+	require.NoError(t, err)
+	var found bool
+	for _, line := range strings.Split(out.String(), "\n") {
+		if !strings.Contains(line, `"_aws"`) {
+			continue
+		}
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &doc), line)
+		if doc["ActionsEnqueued"] == float64(1) && doc["Kind"] == "webhook" {
+			require.Contains(t, line, `"Namespace":"Ferry"`)
+			found = true
+		}
+	}
+	require.True(t, found, "no ActionsEnqueued metric in:\n%s", out.String())
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -85,7 +85,7 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 		return nil, err
 	}
 	ocfg := cfg.Outbox()
-	if err := retentionConfig(getenv, &ocfg); err != nil {
+	if err := RetentionConfig(getenv, &ocfg); err != nil {
 		return nil, err
 	}
 	engine, err := outbox.New(dynamodb.NewFromConfig(awsCfg), clk, reg, ocfg, outbox.WithObserver(obs))
@@ -152,8 +152,10 @@ func secretNameFormat(v string) string {
 	return strings.ReplaceAll(v, "%", "%%") + "%.0s"
 }
 
-// retentionConfig reads FERRY_RETENTION and FERRY_ROW_CAP into c.
-func retentionConfig(getenv func(string) string, c *outbox.Config) error {
+// RetentionConfig reads FERRY_RETENTION and FERRY_ROW_CAP into c; every
+// function applies it, since any of them may end an action (and so set its
+// TTL).
+func RetentionConfig(getenv func(string) string, c *outbox.Config) error {
 	var errs []error
 	if v := strings.TrimSpace(getenv(EnvRetention)); v != "" {
 		d, err := time.ParseDuration(v)
