@@ -89,6 +89,7 @@ finish or release what runs, and exit 0.`,
 	f.StringVar(&cfg.Table, "table", devstack.DefaultTable, "the table to use; created with its indexes if missing")
 	f.StringVar(&cfg.MailDir, "mail-dir", devstack.DefaultMailDir, "local mail sink: each email an .eml file")
 	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks reach loopback/private addresses (for local receivers)")
+	f.BoolVar(&cfg.UseSES, "ses", false, "send email through Amazon SES v2 with the AWS credentials of the environment, instead of the local mail sink")
 	f.StringVar(&cfg.WebhookSecret, "webhook-secret", "", "signing secret for webhooks, whsec_… (default generated and printed)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd

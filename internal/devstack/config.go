@@ -55,6 +55,9 @@ type Config struct {
 	// SESEndpoint, when set (AWS_ENDPOINT_URL_SESV2), sends email through
 	// Amazon SES v2 at that endpoint instead of the mail sink.
 	SESEndpoint string
+	// UseSES (--ses) sends email through Amazon SES v2 with the default AWS
+	// configuration (real credentials and region) instead of the mail sink.
+	UseSES      bool
 	ReapEvery   time.Duration // default 30s
 	RetainEvery time.Duration // default 5m
 

@@ -14,18 +14,22 @@ import (
 )
 
 // registerProviders registers the email adapter (the local mail sink under
-// --mail-dir, or Amazon SES v2 when AWS_ENDPOINT_URL_SESV2 is set) and, only
+// --mail-dir, or Amazon SES v2 when AWS_ENDPOINT_URL_SESV2 is set or --ses
+// is given) and, only
 // when AWS_ENDPOINT_URL_EVENTBRIDGE names an endpoint, the eventbridge
 // adapter: ferry dev never sends to real AWS unless told to.
 func (s *Stack) registerProviders(ctx context.Context, reg *outbox.Registry) error {
 	var sender email.Sender
-	if s.cfg.SESEndpoint != "" {
+	if s.cfg.SESEndpoint != "" || s.cfg.UseSES {
 		ses, err := email.NewSESClient(ctx)
 		if err != nil {
 			return err
 		}
 		sender = ses
 		s.email = "Amazon SES v2 at " + s.cfg.SESEndpoint
+		if s.cfg.SESEndpoint == "" {
+			s.email = "Amazon SES v2 (--ses: the AWS credentials and region of the environment)"
+		}
 	} else {
 		dir, err := filepath.Abs(s.cfg.MailDir)
 		if err != nil {
