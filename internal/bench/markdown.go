@@ -137,6 +137,8 @@ func (r *Results) Markdown(w io.Writer) {
 	p("")
 	CostTable(w, r.Costs)
 	p("")
+	p("The embedded DynamoDB runs each call atomically and answers TransactionConflict only when a fault plan injects it, so the conflict column reads what the engine caused here (nothing), not what DynamoDB would report under load; concurrent drainers are kept apart by the claim fence, whose refusals are listed per workload below.")
+	p("")
 	p("DynamoDB calls per delivered action, by operation:")
 	p("")
 	CallsTable(w, r.Costs)
