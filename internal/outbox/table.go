@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // TableInput is the CreateTableInput of Ferry's table (docs/adr): keys,
@@ -58,22 +60,23 @@ func DueProjection() []string {
 }
 
 // EnsureTable creates the table, its indexes and its TTL attribute when the
-// table does not exist yet. An existing table is left as it is.
+// table does not exist yet. An existing table keeps its layout, but TTL is
+// enabled on it when it is not (a run that died between CreateTable and
+// UpdateTimeToLive, or a table created by hand), so ended actions expire.
 func (e *Engine) EnsureTable(ctx context.Context) error {
 	_, err := e.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: e.table()})
-	if err == nil {
-		return nil
-	}
 	var nf *types.ResourceNotFoundException
-	if !errors.As(err, &nf) {
+	switch {
+	case err == nil:
+	case !errors.As(err, &nf):
 		return fmt.Errorf("error describing table %s: %w", e.cfg.Table, err)
-	}
-	if _, err := e.db.CreateTable(ctx, TableInput(e.cfg.Table)); err != nil {
-		var inUse *types.ResourceInUseException
-		if errors.As(err, &inUse) {
-			return nil
+	default:
+		if _, err := e.db.CreateTable(ctx, TableInput(e.cfg.Table)); err != nil {
+			var inUse *types.ResourceInUseException
+			if !errors.As(err, &inUse) {
+				return fmt.Errorf("error creating table %s: %w", e.cfg.Table, err)
+			}
 		}
-		return fmt.Errorf("error creating table %s: %w", e.cfg.Table, err)
 	}
 	// A real table takes a while to become ACTIVE; wait for it.
 	w := dynamodb.NewTableExistsWaiter(describer{e.db})
@@ -84,6 +87,11 @@ func (e *Engine) EnsureTable(ctx context.Context) error {
 		TableName:               e.table(),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(attrTTL), Enabled: aws.Bool(true)},
 	})
+	var api smithy.APIError
+	if err != nil && errors.As(err, &api) && api.ErrorCode() == "ValidationException" &&
+		strings.Contains(api.ErrorMessage(), "already enabled") {
+		err = nil // DynamoDB refuses to enable TTL twice; that is the state we want
+	}
 	if err != nil {
 		return fmt.Errorf("error enabling TTL on %s: %w", e.cfg.Table, err)
 	}
