@@ -37,7 +37,7 @@ build: ## Build each function as bin/<function>/bootstrap (linux/arm64, static, 
 DEV_FLAGS ?=
 
 .PHONY: dev
-dev: ## Run the whole stack on this machine (ferry dev $$DEV_FLAGS)
+dev: ## Run the whole stack on this machine (flags: make dev DEV_FLAGS="--allow-private-webhooks")
 	$(GO) build -o .cache/bin/ferry ./cmd/ferry
 	.cache/bin/ferry dev $(DEV_FLAGS)
 
