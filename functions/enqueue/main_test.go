@@ -94,15 +94,7 @@ func TestSamplesThroughTheLambdaHandler(t *testing.T) {
 	sort.Strings(listed)
 	require.Equal(t, listed, files, "every apigw sample has an expected answer")
 
-	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	db := ddblocal.New(ddblocal.WithClock(clk))
-	setupEng, err := outbox.New(db, clk, outbox.NewRegistry(), outbox.Config{Table: "ferry"})
-	require.NoError(t, err)
-	require.NoError(t, setupEng.EnsureTable(ctx))
-
-	h, err := newHandler(ctx, testEnv(nil), db, clk, io.Discard)
-	require.NoError(t, err)
-	invoke := lambda.NewHandler(h.Invoke)
+	invoke := lambda.NewHandler(newTestHandler(t, io.Discard).Invoke)
 
 	for _, s := range sampleStatuses {
 		raw, err := os.ReadFile("../../events/" + s.file)
@@ -135,14 +127,7 @@ func TestSamplesThroughTheLambdaHandler(t *testing.T) {
 func TestEveryBuiltInKindIsAccepted(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	db := ddblocal.New(ddblocal.WithClock(clk))
-	setupEng, err := outbox.New(db, clk, outbox.NewRegistry(), outbox.Config{Table: "ferry"})
-	require.NoError(t, err)
-	require.NoError(t, setupEng.EnsureTable(ctx))
-	h, err := newHandler(ctx, testEnv(nil), db, clk, io.Discard)
-	require.NoError(t, err)
-	invoke := lambda.NewHandler(h.Invoke)
+	invoke := lambda.NewHandler(newTestHandler(t, io.Discard).Invoke)
 
 	raw, err := os.ReadFile("../../events/apigw-enqueue.json")
 	require.NoError(t, err)
@@ -170,14 +155,8 @@ func TestEveryBuiltInKindIsAccepted(t *testing.T) {
 func TestInvocationFlushesMetrics(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	db := ddblocal.New(ddblocal.WithClock(clk))
-	setupEng, err := outbox.New(db, clk, outbox.NewRegistry(), outbox.Config{Table: "ferry"})
-	require.NoError(t, err)
-	require.NoError(t, setupEng.EnsureTable(ctx))
 	var out lockedBuffer
-	h, err := newHandler(ctx, testEnv(nil), db, clk, &out)
-	require.NoError(t, err)
+	h := newTestHandler(t, &out)
 	raw, err := os.ReadFile("../../events/apigw-enqueue.json")
 	require.NoError(t, err)
 	_, err = lambda.NewHandler(h.Invoke).Invoke(ctx, raw)
@@ -212,4 +191,19 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// newTestHandler builds the function's handler over a fresh embedded
+// DynamoDB whose table exists, on a manual clock; logs and metrics go to
+// logOut.
+func newTestHandler(t *testing.T, logOut io.Writer) *handler {
+	t.Helper()
+	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	setupEng, err := outbox.New(db, clk, outbox.NewRegistry(), outbox.Config{Table: "ferry"})
+	require.NoError(t, err)
+	require.NoError(t, setupEng.EnsureTable(t.Context()))
+	h, err := newHandler(t.Context(), testEnv(nil), db, clk, logOut)
+	require.NoError(t, err)
+	return h
 }
