@@ -49,9 +49,8 @@
 // TestCheckersCatchBrokenEngines proves each of them against a broken
 // variant (Broken).
 //
-// One gap is counted rather than failed (known_gap.lane_after_gone_member):
-// when a lane member that ended out of order is deleted by retention while an
-// earlier member is still live (a proposal waiting longer than Retention),
-// the engine's lane chain ends at the gone member and the members behind it
-// may start.
+// A lane member that ended out of order and was then deleted (retention,
+// TTL) while an earlier member is live used to cut the engine's lane chain
+// (ADR 0006); the lanes invariant now fails on it like on any other early
+// start.
 package sim

@@ -222,25 +222,11 @@ func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
 	if t.lane != "" {
 		k := t.ws + "/" + t.lane
 		ids := w.lanes[k]
-		for i, e := range ids {
+		for _, e := range ids {
 			if e == id {
 				break
 			}
 			if er := w.rows[e]; er != nil && er.gone == "" && !state(er.item).Ended() {
-				if w.goneBetween(ids[i+1:], id) {
-					// Known gap (reported): a member between them was
-					// erased or deleted by retention, so the chain the
-					// engine follows ends there.
-					w.res.Faults["known_gap.lane_after_gone_member"]++
-					w.tracef(p, "KNOWN GAP: %s of lane %s starts while the earlier %s is %s, past a gone member", id, k, e, state(er.item))
-					for _, x := range ids[i:] {
-						w.dumpRow(x)
-						if x == id {
-							break
-						}
-					}
-					break
-				}
 				w.violate("lanes", w.lanes[k], "%s of lane %s started while the earlier %s is %s", id, k, e, state(er.item))
 				return
 			}
@@ -327,19 +313,6 @@ func (t *token) acceptedOf(id string) int {
 		}
 	}
 	return n
-}
-
-// goneBetween reports whether a lane member before id in ids is gone.
-func (w *world) goneBetween(ids []string, id string) bool {
-	for _, e := range ids {
-		if e == id {
-			return false
-		}
-		if r := w.rows[e]; r != nil && r.gone != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // callDeadline is when the engine's context ends the provider call, on the

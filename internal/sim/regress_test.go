@@ -26,6 +26,7 @@ var regressions = []struct {
 	{5784, 1000, "engine: blocked lanes at the front of the due index starved a claimable lane head (fixed: 72c4cdb)"},
 	{5923, 1000, "engine: as 5784"},
 	{6226, 1000, "engine: as 5784"},
+	{1024, 500, "engine: a lane member ended out of order was deleted by retention while an earlier member was live; the chain ended there and its successor started (ADR 0006; fixed: successor relink)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {

@@ -392,3 +392,34 @@ var _ = register("RunNowLeavesABusyPartitionAlone", func(ctx context.Context, t 
 	_, err = tb.e.RunNow(ctx, "0-424242")
 	require.ErrorIs(t, err, outbox.ErrNotFound)
 })
+
+var _ = register("LaneMemberEndedOutOfOrderAndDeletedStillBlocks", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Retention = time.Hour })
+	// a is a proposal nobody admits: it stays live longer than Retention.
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L", Propose: true})
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	_, err := tb.e.Cancel(ctx, b.ID) // ends out of order: a is live
+	require.NoError(t, err)
+	res, _, _ := tb.claim(t, 0, 10)
+	require.Empty(t, res.Groups, "c waits for a")
+	// b's TTL passes and retention deletes it while a is still live.
+	tb.b.Clock.Advance(2 * time.Hour)
+	rr, err := tb.settled().Retain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, rr.Deleted)
+	_, err = tb.e.ActionGet(ctx, b.ID)
+	require.ErrorIs(t, err, outbox.ErrNotFound)
+	require.Equal(t, outbox.StatePROPOSED, tb.get(t, a.ID).State)
+	res, _, _ = tb.claim(t, 0, 10)
+	require.Empty(t, res.Groups, "c still waits for a")
+	// A later member joins behind c and waits too.
+	d := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	res, _, _ = tb.claim(t, 0, 10)
+	require.Empty(t, res.Groups, "c and d wait for a")
+	// Once a ends, c and d run in order.
+	_, err = tb.e.Cancel(ctx, a.ID)
+	require.NoError(t, err)
+	res, _, _ = tb.claim(t, 0, 10)
+	require.Equal(t, [][]string{{c.ID, d.ID}}, ids(res))
+})
