@@ -129,23 +129,44 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 			extra = append(extra, items...)
 		}
 	}
-	tailAt := -1
-	// A member followed by a later live member of its lane is not the
-	// lane's tail: no tail to read or clean up (ADR 0005).
-	if a.LaneKey != "" && !a.followed {
+	hooks := len(extra)
+	// laneItems adds the lane's items to extra: the relink of a member
+	// ending out of order (ADR 0006), or else the lane tail cleanup.
+	tailAt, relinkAt := -1, -1
+	laneItems := func(relink bool) error {
+		extra, tailAt, relinkAt = extra[:hooks], -1, -1
+		if a.LaneKey == "" {
+			return nil
+		}
+		if relink && !p.InOrder {
+			items, err := e.unlink(ctx, a)
+			if err != nil {
+				return err
+			}
+			if len(items) > 0 {
+				relinkAt = len(extra) + 1
+				extra = append(extra, items...)
+				return nil
+			}
+		}
+		// A member followed by a later live member of its lane is not the
+		// lane's tail: no tail to read or clean up (ADR 0005).
+		if a.followed {
+			return nil
+		}
 		lid := laneID{a.WorkspaceID, a.LaneKey}
 		tail, err := e.readTail(ctx, a.Partition, lid)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		blocked := false
 		if tail == a.Seq && a.PrevSeq != 0 && !p.InOrder {
 			// Ending out of order (cancelled, expired) while an earlier
-			// member is live: the tail stays, so the next action of the lane
-			// still waits for that member.
+			// member is live, with no relink possible: the tail stays, so
+			// the next action of the lane still waits for that member.
 			m, err := e.ancestorsLive(ctx, a.Partition, map[int64]int64{a.Seq: a.PrevSeq})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			blocked = m[a.Seq]
 		}
@@ -159,7 +180,13 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 				ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq)},
 			}})
 		}
+		return nil
 	}
+	if err := laneItems(true); err != nil {
+		return nil, err
+	}
+	const maxRelinkTries = 8
+	relinks := 0
 	for try := 0; ; try++ {
 		var err error
 		if len(extra) == 0 {
@@ -173,19 +200,40 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 				ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
 			}}}, extra...)
 			err = e.transact(ctx, items, e.token())
-			if reasons, ok := cancelReasons(err); ok && len(reasons) > 0 && reasons[0] != "ConditionalCheckFailed" && try < 3 {
-				// The action's own guard held; the lane tail moved on (a new
-				// action joined the lane): end without the cleanup.
-				var keep []types.TransactWriteItem
-				for i, it := range extra {
-					if i+1 == tailAt && reasons[i+1] == "ConditionalCheckFailed" {
+			if reasons, ok := cancelReasons(err); ok && len(reasons) > 0 && reasons[0] != "ConditionalCheckFailed" {
+				if relinkAt > 0 && relinks < maxRelinkTries {
+					// The action's own guard held; a neighbour's links
+					// moved (a concurrent end, erasure or enqueue in the
+					// lane): read them again.
+					relinks++
+					if err := laneItems(true); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				if relinkAt > 0 {
+					// Links not as a relink needs them, again and again:
+					// end as before relinks existed (the member keeps its
+					// prev and the lane walk follows it).
+					if err := laneItems(false); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				if try < 3 {
+					// The lane tail moved on (a new action joined the
+					// lane): end without the cleanup.
+					var keep []types.TransactWriteItem
+					for i, it := range extra {
+						if i+1 == tailAt && reasons[i+1] == "ConditionalCheckFailed" {
+							continue
+						}
+						keep = append(keep, it)
+					}
+					if len(keep) < len(extra) {
+						extra, tailAt = keep, -1
 						continue
 					}
-					keep = append(keep, it)
-				}
-				if len(keep) < len(extra) {
-					extra, tailAt = keep, -1
-					continue
 				}
 			}
 		}

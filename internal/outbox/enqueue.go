@@ -244,7 +244,30 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 		}
 		out = append(out, pr)
 	}
+	// Successor links (ADR 0006): each member names the next member of its
+	// lane, in this batch on its own row, and the tail read before on its
+	// row when it is live (an ended tail is never relinked again).
+	bySeq := map[int64]*prepared{}
+	for _, pr := range out {
+		bySeq[pr.a.Seq] = pr
+	}
 	var laneItems []types.TransactWriteItem
+	for _, pr := range out {
+		if pr.a.LaneKey == "" || pr.a.PrevSeq == 0 {
+			continue
+		}
+		if prevPr, in := bySeq[pr.a.PrevSeq]; in && prevPr.a.Partition == pr.a.Partition {
+			prevPr.action.Put.Item[attrSucc] = avN(pr.a.Seq)
+			continue
+		}
+		live, err := e.rowLive(ctx, pr.a.Partition, pr.a.PrevSeq)
+		if err != nil {
+			return nil, nil, err
+		}
+		if live {
+			laneItems = append(laneItems, e.linkSucc(pr.a.Partition, pr.a.PrevSeq, 0, pr.a.Seq))
+		}
+	}
 	for _, lid := range laneOrder {
 		part := LanePartition(lid.ws, lid.lane, e.cfg.Partitions)
 		it := key(partitionPK(part), laneSK(lid.ws, lid.lane))

@@ -28,6 +28,7 @@ const (
 	attrMax       = "max"
 	attrEpoch     = "ep"
 	attrPrev      = "prev"
+	attrSucc      = "nxt" // the live lane successor's seq (ADR 0006), on live rows only
 	attrPayload   = "pl"
 	attrCreated   = "ca"
 	attrNext      = "nat"

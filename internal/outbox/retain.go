@@ -228,6 +228,14 @@ func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string
 				// lane must still wait for it), or goes when there is none;
 				// the lane's successors see a gone predecessor and go on.
 				a, _ := decodeAction(out.Attributes)
+				if !a.State.Ended() {
+					// A live member erased behind a live one takes itself
+					// out of the chain, as an out-of-order end does (ADR
+					// 0006); its tombstone keeps prev meanwhile.
+					if err := e.unlinkErased(ctx, &a, getN(out.Attributes, attrSucc)); err != nil {
+						return n, err
+					}
+				}
 				p := a.Partition
 				tk := key(partitionPK(p), laneSK(getS(out.Attributes, attrWorkspace), lane))
 				var err error

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -118,6 +119,11 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 		w.violate("ended-final", []string{id}, "ended action %s changed (%s -> %s) by %s", id, ost, nst, p.name)
 		return
 	}
+	if onlyLinks(old, nw) {
+		// A lane relink (ADR 0006) changes only the links of a live row:
+		// any engine process may write it, whatever the row's kind.
+		return
+	}
 	kind, variant := str(nw, "kind"), str(nw, "var")
 	if !p.host.decodes(kind, variant) {
 		w.violate("rolling-upgrade", []string{id}, "%s wrote action %s of kind %s variant %q, which its build does not decode", p.name, id, kind, variant)
@@ -224,4 +230,28 @@ func (w *world) markGone(r *row, why string) {
 			}
 		}
 	}
+}
+
+// onlyLinks reports whether a write changed nothing but a row's lane links
+// (prev, nxt).
+func onlyLinks(old, nw ddblocal.Item) bool {
+	changed := false
+	for k, v := range nw {
+		if k == "prev" || k == "nxt" {
+			changed = changed || !reflect.DeepEqual(old[k], v)
+			continue
+		}
+		if !reflect.DeepEqual(old[k], v) {
+			return false
+		}
+	}
+	for k := range old {
+		if _, ok := nw[k]; !ok {
+			if k != "prev" && k != "nxt" {
+				return false
+			}
+			changed = true
+		}
+	}
+	return changed
 }

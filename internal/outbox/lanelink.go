@@ -1,0 +1,173 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Lane successor links (ADR 0006). A live lane member names the next member
+// of its lane (nxt), so that a member ending out of order, while the member
+// before it is live, can take itself out of the chain in its end
+// transaction: its successor's prev becomes its own prev, and that
+// predecessor's nxt becomes its successor. No chain then passes through an
+// ended row, and deleting ended rows (TTL, retention) never cuts a chain.
+// Links are only ever written on live rows (DESIGN.md §3).
+
+// rowLive reads with a consistent read whether an action row exists and has
+// not ended.
+func (e *Engine) rowLive(ctx context.Context, p int, seq int64) (bool, error) {
+	it, err := e.readLinks(ctx, p, seq)
+	if err != nil {
+		return false, err
+	}
+	return it != nil && !State(getS(it, attrState)).Ended(), nil
+}
+
+// readLinks reads an action row's state and lane links (nil when gone).
+func (e *Engine) readLinks(ctx context.Context, p int, seq int64) (map[string]types.AttributeValue, error) {
+	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: e.table(), Key: actionKey(p, seq), ConsistentRead: aws.Bool(true),
+		ProjectionExpression:     aws.String("#st, #prev, #nxt"),
+		ExpressionAttributeNames: map[string]string{"#st": attrState, "#prev": attrPrev, "#nxt": attrSucc},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading lane links of %s: %w", ActionID(p, seq), err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+// liveCond is the condition that a row exists and has not ended.
+const liveCond = "attribute_exists(#st) AND NOT (#st IN (:ld, :lu, :lf, :lc))"
+
+func liveVals(vals map[string]types.AttributeValue) map[string]types.AttributeValue {
+	vals[":ld"] = avS(string(StateDONE))
+	vals[":lu"] = avS(string(StateUNCERTAIN))
+	vals[":lf"] = avS(string(StateFAILED))
+	vals[":lc"] = avS(string(StateCANCELLED))
+	return vals
+}
+
+// linkSucc sets a live row's successor link from old (0: none) to succ
+// (0: none).
+func (e *Engine) linkSucc(p int, seq, old, succ int64) types.TransactWriteItem {
+	names := map[string]string{"#st": attrState, "#nxt": attrSucc}
+	vals := liveVals(map[string]types.AttributeValue{})
+	c := liveCond + " AND attribute_not_exists(#nxt)"
+	if old != 0 {
+		c = liveCond + " AND #nxt = :old"
+		vals[":old"] = avN(old)
+	}
+	upd := "REMOVE #nxt"
+	if succ != 0 {
+		upd = "SET #nxt = :nxt"
+		vals[":nxt"] = avN(succ)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: e.table(), Key: actionKey(p, seq), UpdateExpression: aws.String(upd),
+		ConditionExpression: aws.String(c), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+	}}
+}
+
+// linkPrev sets a live row's predecessor link from old to prev.
+func (e *Engine) linkPrev(p int, seq, old, prev int64) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: e.table(), Key: actionKey(p, seq), UpdateExpression: aws.String("SET #prev = :prev"),
+		ConditionExpression:       aws.String(liveCond + " AND #prev = :old"),
+		ExpressionAttributeNames:  map[string]string{"#st": attrState, "#prev": attrPrev},
+		ExpressionAttributeValues: liveVals(map[string]types.AttributeValue{":old": avN(old), ":prev": avN(prev)}),
+	}}
+}
+
+// unlink builds the items that take a member ending out of order out of its
+// lane's chain: nil when there is nothing to do (no predecessor, or the
+// predecessor has ended: the chain stops at this member anyway) or when the
+// links are not as a relink needs them (rows written before links
+// existed); then the member keeps its prev and the lane walk follows it.
+func (e *Engine) unlink(ctx context.Context, a *Action) ([]types.TransactWriteItem, error) {
+	self, err := e.readLinks(ctx, a.Partition, a.Seq)
+	if err != nil || self == nil {
+		return nil, err
+	}
+	prev, succ := getN(self, attrPrev), getN(self, attrSucc)
+	if prev == 0 {
+		return nil, nil
+	}
+	pr, err := e.readLinks(ctx, a.Partition, prev)
+	if err != nil {
+		return nil, err
+	}
+	if pr == nil || State(getS(pr, attrState)).Ended() || getN(pr, attrSucc) != a.Seq {
+		return nil, nil
+	}
+	lid := laneID{a.WorkspaceID, a.LaneKey}
+	items := []types.TransactWriteItem{e.linkSucc(a.Partition, prev, a.Seq, succ)}
+	if succ != 0 {
+		return append(items, e.linkPrev(a.Partition, succ, a.Seq, prev)), nil
+	}
+	// The lane's tail: it moves back to the live predecessor.
+	return append(items, types.TransactWriteItem{Update: &types.Update{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(a.Partition), laneSK(lid.ws, lid.lane)),
+		UpdateExpression:          aws.String("SET #s = :prev"),
+		ConditionExpression:       aws.String("#s = :s"),
+		ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq), ":prev": avN(prev)},
+	}}), nil
+}
+
+// unlinkErased takes an erased live member (now a tombstone) out of its
+// lane's chain when the member before it is live. Links moved by a
+// concurrent writer are read again a few times; after that the tombstone's
+// prev still holds the lane behind it (the lane walk follows it).
+func (e *Engine) unlinkErased(ctx context.Context, a *Action, succ int64) error {
+	for try := 0; try < 4; try++ {
+		if a.PrevSeq == 0 {
+			return nil
+		}
+		pr, err := e.readLinks(ctx, a.Partition, a.PrevSeq)
+		if err != nil {
+			return err
+		}
+		if pr == nil || State(getS(pr, attrState)).Ended() || getN(pr, attrSucc) != a.Seq {
+			return nil
+		}
+		items := []types.TransactWriteItem{e.linkSucc(a.Partition, a.PrevSeq, a.Seq, succ)}
+		if succ != 0 {
+			items = append(items, e.linkPrev(a.Partition, succ, a.Seq, a.PrevSeq))
+		} else {
+			items = append(items, types.TransactWriteItem{Update: &types.Update{
+				TableName:                 e.table(),
+				Key:                       key(partitionPK(a.Partition), laneSK(a.WorkspaceID, a.LaneKey)),
+				UpdateExpression:          aws.String("SET #s = :prev"),
+				ConditionExpression:       aws.String("#s = :s"),
+				ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq), ":prev": avN(a.PrevSeq)},
+			}})
+		}
+		err = e.transact(ctx, items, e.token())
+		if err == nil {
+			return nil
+		}
+		if _, ok := cancelReasons(err); !ok {
+			return fmt.Errorf("error relinking the lane of erased %s: %w", a.ID, err)
+		}
+		// A neighbour moved: read the erased row's links again (its
+		// tombstone keeps them; no writer changes an ended row).
+		self, err := e.readLinks(ctx, a.Partition, a.Seq)
+		if err != nil {
+			return err
+		}
+		if self == nil {
+			return nil
+		}
+		a.PrevSeq, succ = getN(self, attrPrev), getN(self, attrSucc)
+	}
+	return nil
+}
