@@ -122,52 +122,50 @@ func (e *Engine) unlink(ctx context.Context, a *Action) ([]types.TransactWriteIt
 	}}), nil
 }
 
-// unlinkErased takes an erased live member (now a tombstone) out of its
-// lane's chain when the member before it is live. Links moved by a
-// concurrent writer are read again a few times; after that the tombstone's
-// prev still holds the lane behind it (the lane walk follows it).
-func (e *Engine) unlinkErased(ctx context.Context, a *Action, succ int64) error {
-	for try := 0; try < 4; try++ {
-		if a.PrevSeq == 0 {
-			return nil
-		}
-		pr, err := e.readLinks(ctx, a.Partition, a.PrevSeq)
+// eraseLaned erases a live lane member whose predecessor is live: its
+// tombstone and its relink (ADR 0006) go in one transaction, so no chain
+// ever passes through the tombstone. ok is false when that does not apply
+// (or the links kept moving): the caller erases as before, and the
+// tombstone's prev holds the lane behind it.
+func (e *Engine) eraseLaned(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, bool, error) {
+	for try := 0; try < 8; try++ {
+		got, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: e.table(), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return err
+			return nil, false, fmt.Errorf("error reading %s/%s to erase: %w", pk, sk, err)
 		}
-		if pr == nil || State(getS(pr, attrState)).Ended() || getN(pr, attrSucc) != a.Seq {
-			return nil
+		old := got.Item
+		st := State(getS(old, attrState))
+		if len(old) == 0 || getS(old, attrLane) == "" || st.Ended() {
+			return nil, false, nil
 		}
-		items := []types.TransactWriteItem{e.linkSucc(a.Partition, a.PrevSeq, a.Seq, succ)}
-		if succ != 0 {
-			items = append(items, e.linkPrev(a.Partition, succ, a.Seq, a.PrevSeq))
+		a, _ := decodeAction(old)
+		items, err := e.unlink(ctx, &a)
+		if err != nil || len(items) == 0 {
+			return nil, false, err
+		}
+		upd, names, vals := e.tombstone(pk, sk)
+		names["#ep"] = attrEpoch
+		vals[":cst"], vals[":cep"], vals[":cprev"] = avS(string(st)), avN(getN(old, attrEpoch)), avN(a.PrevSeq)
+		c := "#st = :cst AND #ep = :cep AND #prev = :cprev"
+		names["#nxt"] = attrSucc
+		if nx := getN(old, attrSucc); nx != 0 {
+			c += " AND #nxt = :cnxt"
+			vals[":cnxt"] = avN(nx)
 		} else {
-			items = append(items, types.TransactWriteItem{Update: &types.Update{
-				TableName:                 e.table(),
-				Key:                       key(partitionPK(a.Partition), laneSK(a.WorkspaceID, a.LaneKey)),
-				UpdateExpression:          aws.String("SET #s = :prev"),
-				ConditionExpression:       aws.String("#s = :s"),
-				ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq), ":prev": avN(a.PrevSeq)},
-			}})
+			c += " AND attribute_not_exists(#nxt)"
 		}
-		err = e.transact(ctx, items, e.token())
+		all := append([]types.TransactWriteItem{{Update: &types.Update{
+			TableName: e.table(), Key: key(pk, sk), UpdateExpression: aws.String(upd),
+			ConditionExpression: aws.String(c), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+		}}}, items...)
+		err = e.transact(ctx, all, e.token())
 		if err == nil {
-			return nil
+			return old, true, nil
 		}
 		if _, ok := cancelReasons(err); !ok {
-			return fmt.Errorf("error relinking the lane of erased %s: %w", a.ID, err)
+			return nil, false, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
 		}
-		// A neighbour moved: read the erased row's links again (its
-		// tombstone keeps them; no writer changes an ended row).
-		self, err := e.readLinks(ctx, a.Partition, a.Seq)
-		if err != nil {
-			return err
-		}
-		if self == nil {
-			return nil
-		}
-		a.PrevSeq, succ = getN(self, attrPrev), getN(self, attrSucc)
+		// A writer moved the row or a neighbour's links: read them again.
 	}
-	return nil
+	return nil, false, nil
 }

@@ -228,14 +228,6 @@ func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string
 				// lane must still wait for it), or goes when there is none;
 				// the lane's successors see a gone predecessor and go on.
 				a, _ := decodeAction(out.Attributes)
-				if !a.State.Ended() {
-					// A live member erased behind a live one takes itself
-					// out of the chain, as an out-of-order end does (ADR
-					// 0006); its tombstone keeps prev meanwhile.
-					if err := e.unlinkErased(ctx, &a, getN(out.Attributes, attrSucc)); err != nil {
-						return n, err
-					}
-				}
 				p := a.Partition
 				tk := key(partitionPK(p), laneSK(getS(out.Attributes, attrWorkspace), lane))
 				var err error
@@ -275,33 +267,17 @@ func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string
 // goes; retention deletes the tombstone like any ended row.
 func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
 	if strings.HasPrefix(sk, "A#") {
-		now := e.clk.Now().UTC()
-		expiry := now.Add(e.cfg.Retention)
-		var seq int64
-		fmt.Sscanf(sk, "A#%d", &seq)
-		names := map[string]string{
-			"#prev": attrPrev, "#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL,
-			"#epk": attrEndPK, "#esk": attrEndSK,
+		if old, ok, err := e.eraseLaned(ctx, pk, sk); err != nil || ok {
+			return old, err
 		}
-		var rm []string
-		for i, a := range []string{attrKind, attrVariant, attrWorkspace, attrLane, attrIKey, attrSubject, attrSubPK,
-			attrPayload, attrDuePK, attrDueSK, attrOwner, attrLease, attrWrite, attrExpires, attrNext, attrCreated,
-			attrID, attrRef, attrAttempt, attrMax} {
-			n := fmt.Sprintf("#r%d", i)
-			names[n] = a
-			rm = append(rm, n)
-		}
+		upd, names, vals := e.tombstone(pk, sk)
 		out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: e.table(), Key: key(pk, sk),
-			UpdateExpression: aws.String("SET #st = :c, #sr = :erased, #ea = :now, #ttl = :ttl, #epk = :epk, #esk = :esk REMOVE " +
-				strings.Join(rm, ", ")),
-			ConditionExpression:      aws.String("attribute_exists(#prev)"),
-			ExpressionAttributeNames: names,
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":c": avS(string(StateCANCELLED)), ":erased": avS(string(StopErased)), ":now": avMs(now),
-				":ttl": avN(expiry.Unix()), ":epk": avS(endPK(partitionOfPK(pk))), ":esk": avS(timeSK(expiry, seq)),
-			},
-			ReturnValues: types.ReturnValueAllOld,
+			UpdateExpression:          aws.String(upd),
+			ConditionExpression:       aws.String("attribute_exists(#prev)"),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: vals,
+			ReturnValues:              types.ReturnValueAllOld,
 		})
 		if err == nil {
 			return out.Attributes, nil
@@ -317,6 +293,33 @@ func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.
 		return nil, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
 	}
 	return out.Attributes, nil
+}
+
+// tombstone is the update that turns an action row into an erasure
+// tombstone: CANCELLED with stop reason ERASED, keys, links and TTL only.
+func (e *Engine) tombstone(pk, sk string) (string, map[string]string, map[string]types.AttributeValue) {
+	now := e.clk.Now().UTC()
+	expiry := now.Add(e.cfg.Retention)
+	var seq int64
+	fmt.Sscanf(sk, "A#%d", &seq)
+	names := map[string]string{
+		"#prev": attrPrev, "#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL,
+		"#epk": attrEndPK, "#esk": attrEndSK,
+	}
+	var rm []string
+	for i, a := range []string{attrKind, attrVariant, attrWorkspace, attrLane, attrIKey, attrSubject, attrSubPK,
+		attrPayload, attrDuePK, attrDueSK, attrOwner, attrLease, attrWrite, attrExpires, attrNext, attrCreated,
+		attrID, attrRef, attrAttempt, attrMax} {
+		n := fmt.Sprintf("#r%d", i)
+		names[n] = a
+		rm = append(rm, n)
+	}
+	upd := "SET #st = :c, #sr = :erased, #ea = :now, #ttl = :ttl, #epk = :epk, #esk = :esk REMOVE " + strings.Join(rm, ", ")
+	vals := map[string]types.AttributeValue{
+		":c": avS(string(StateCANCELLED)), ":erased": avS(string(StopErased)), ":now": avMs(now),
+		":ttl": avN(expiry.Unix()), ":epk": avS(endPK(partitionOfPK(pk))), ":esk": avS(timeSK(expiry, seq)),
+	}
+	return upd, names, vals
 }
 
 func partitionOfPK(pk string) int {
