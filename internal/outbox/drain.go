@@ -111,7 +111,14 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 			break
 		}
 		rows := e.readClaimed(ctx, partition, cr.Groups)
-		if err := e.runGroups(ctx, cr.Groups, rows, p, res); err != nil {
+		// The batch's endings go to one retention journal item, written
+		// after its attempts and before the fence is released (ADR 0010).
+		jr := e.newJournal(p.Owner)
+		err = e.runGroups(withJournal(ctx, jr), cr.Groups, rows, p, res)
+		if jerr := jr.flush(context.WithoutCancel(ctx)); err == nil {
+			err = jerr
+		}
+		if err != nil {
 			return res, err
 		}
 		if cr.Claimed < p.BatchSize && !cr.Short {

@@ -80,7 +80,9 @@ func (e *Engine) retentionOf(kind string) time.Duration {
 }
 
 // end writes the end of an action: terminal state, stop reason, ended time
-// and TTL; the payload and the due index keys go. The ended hook's items, the
+// and TTL; the payload and the due index keys go. The ending is then
+// recorded in the retention journal of ctx (a batch's), or in a journal
+// item of its own (ADR 0010). The ended hook's items, the
 // lane tail cleanup (when this action is its lane's tail) and the
 // idempotency record's TTL go in the same transaction; with none of them the
 // end is a single conditional UpdateItem. A refused condition comes back as
@@ -90,21 +92,21 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 		return nil, fmt.Errorf("outbox: end to non-terminal state %s", p.To)
 	}
 	now := e.clk.Now().UTC()
-	expiry := now.Add(e.retentionOf(a.Kind))
+	ret := e.retentionOf(a.Kind)
+	expiry := now.Add(ret)
 	ended := *a
 	ended.State, ended.StopReason, ended.EndedAt = p.To, p.Reason, now
 	ended.Payload, ended.LeaseExpiresAt, ended.Owner = nil, time.Time{}, ""
 	if p.Ref != "" {
 		ended.ReadbackRef = p.Ref
 	}
-	set := "SET #st = :st, #sr = :sr, #ea = :ea, #ttl = :ttl, #epk = :epk, #esk = :esk"
+	set := "SET #st = :st, #sr = :sr, #ea = :ea, #ttl = :ttl"
 	names := map[string]string{
-		"#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL, "#epk": attrEndPK,
-		"#esk": attrEndSK, "#pl": attrPayload, "#dpk": attrDuePK, "#dsk": attrDueSK, "#own": attrOwner, "#lx": attrLease,
+		"#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL,
+		"#pl": attrPayload, "#dpk": attrDuePK, "#dsk": attrDueSK, "#own": attrOwner, "#lx": attrLease,
 	}
 	vals := map[string]types.AttributeValue{
 		":st": avS(string(p.To)), ":sr": avS(string(p.Reason)), ":ea": avMs(now), ":ttl": avN(expiry.Unix()),
-		":epk": avS(endPK(a.Partition)), ":esk": avS(timeSK(expiry, a.Seq)),
 	}
 	if p.Ref != "" {
 		set += ", #ref = :ref"
@@ -252,6 +254,9 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 				return nil, err
 			}
 		}
+		// Retention finds ended rows through the journal (ADR 0010), not
+		// an index entry per row.
+		e.journalEnd(ctx, a.Partition, a.Seq, ret, expiry)
 		e.obs.ActionEnded(&ended, p.Result.Outcome, p.Reason)
 		return &ended, nil
 	}

@@ -43,8 +43,8 @@ const (
 	attrDuePK     = "due_pk"
 	attrDueSK     = "due_sk"
 	attrSubPK     = "sub_pk"
-	attrEndPK     = "end_pk"
-	attrEndSK     = "end_sk"
+	// end_pk/end_sk (the `ended` index keys) are no longer written: ADR
+	// 0010 replaced the index with the retention journal (journal.go).
 
 	// Rows other than actions.
 	attrSeqNext      = "next"  // SEQ: the next unreserved seq
@@ -53,10 +53,9 @@ const (
 	attrFenceLease   = "olx"   // FENCE: holder's lease (Unix ms)
 	attrTailSeq      = "seq"   // lane tail: the newest live action's seq
 
-	// IndexDue, IndexSubject and IndexEnded are the global secondary indexes.
+	// IndexDue and IndexSubject are the global secondary indexes.
 	IndexDue     = "due"
 	IndexSubject = "subject"
-	IndexEnded   = "ended"
 
 	skSeq   = "SEQ"
 	skFence = "FENCE"
@@ -66,12 +65,11 @@ const (
 func partitionPK(p int) string      { return "P#" + strconv.Itoa(p) }
 func actionSK(seq int64) string     { return fmt.Sprintf("A#%020d", seq) }
 func duePK(p int) string            { return "D#" + strconv.Itoa(p) }
-func endPK(p int) string            { return "E#" + strconv.Itoa(p) }
 func laneSK(ws, lane string) string { return "L#" + ws + "#" + lane }
 func idemPK(ws, key string) string  { return "K#" + ws + "#" + key }
 func subPK(ws, subj string) string  { return ws + "#" + subj }
 
-// timeSK is the sort key of the due and ended indexes: a time, then the seq
+// timeSK is the sort key of the due index: a time, then the seq
 // so that ties keep enqueue order.
 func timeSK(t time.Time, seq int64) string {
 	ms := t.UnixMilli()

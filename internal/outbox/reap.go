@@ -36,7 +36,12 @@ type PartitionGauges struct {
 func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
 	res := &ReapResult{}
 	for p := 0; p < e.cfg.Partitions; p++ {
-		g, err := e.reapPartition(ctx, p, res)
+		// A partition's endings go to one retention journal (ADR 0010).
+		jr := e.newJournal("reaper")
+		g, err := e.reapPartition(withJournal(ctx, jr), p, res)
+		if jerr := jr.flush(context.WithoutCancel(ctx)); err == nil {
+			err = jerr
+		}
 		if err != nil {
 			return res, fmt.Errorf("error reaping partition %d: %w", p, err)
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -19,13 +21,15 @@ type RetainResult struct {
 
 // Retain deletes ended actions whose TTL passed but that DynamoDB has not
 // removed yet, and trims ended actions beyond the row cap, oldest expiry
-// first. It reads the ended index from its oldest end, so its cost grows
-// with what it deletes. Idempotency records go with their actions.
+// first. It finds them through the retention journal (ADR 0010): the
+// journal items whose expiry passed are still there only where TTL lags, so
+// its cost grows with what it deletes, not with the table. Idempotency
+// records go with their actions.
 func (e *Engine) Retain(ctx context.Context) (*RetainResult, error) {
 	res := &RetainResult{}
 	now := e.clk.Now().UTC()
 	for p := 0; p < e.cfg.Partitions; p++ {
-		n, err := e.retainPartition(ctx, p, timeSK(now, 0), -1, false)
+		n, err := e.sweepPartition(ctx, p, now)
 		res.Deleted += n
 		if err != nil {
 			return res, fmt.Errorf("error sweeping ended actions of partition %d: %w", p, err)
@@ -36,61 +40,96 @@ func (e *Engine) Retain(ctx context.Context) (*RetainResult, error) {
 	return res, err
 }
 
-// retainPartition deletes ended actions of a partition with end_sk below
-// upto, at most limit (-1: all). With countOnly it only counts them.
-func (e *Engine) retainPartition(ctx context.Context, p int, upto string, limit int, countOnly bool) (int, error) {
+// sweepPartition deletes the rows listed by partition p's journal items
+// whose expiry passed, then the items themselves.
+func (e *Engine) sweepPartition(ctx context.Context, p int, now time.Time) (int, error) {
 	n := 0
-	var start map[string]types.AttributeValue
-	for {
-		in := &dynamodb.QueryInput{
-			TableName: e.table(), IndexName: aws.String(IndexEnded),
-			KeyConditionExpression:    aws.String("#epk = :epk AND #esk < :upto"),
-			ExpressionAttributeNames:  map[string]string{"#epk": attrEndPK, "#esk": attrEndSK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":epk": avS(endPK(p)), ":upto": avS(upto)},
-			ExclusiveStartKey:         start,
-		}
-		if limit >= 0 {
-			in.Limit = aws.Int32(int32(max(1, min(limit-n, 1000))))
-		}
-		if countOnly {
-			in.Select = types.SelectCount
-		}
-		q, err := e.db.Query(ctx, in)
-		if err != nil {
-			return n, fmt.Errorf("error reading ended index: %w", err)
-		}
-		if countOnly {
-			n += int(q.Count)
-		}
-		for _, it := range q.Items {
-			if limit >= 0 && n >= limit {
-				return n, nil
-			}
-			ok, err := e.deleteEnded(ctx, getS(it, attrPK), getS(it, attrSK))
+	err := e.queryJournal(ctx, p, journalUpTo(now), 0, func(page []journalItem) (bool, error) {
+		for _, j := range page {
+			// Rows TTL already removed are skipped by a read (half a read
+			// unit each) rather than a refused delete (a write unit each).
+			rows, err := e.readEnded(ctx, p, j.seqs)
 			if err != nil {
-				return n, err
+				return false, err
 			}
-			if ok {
-				n++
+			for _, seq := range j.seqs {
+				it, ok := rows[seq]
+				if !ok || !State(getS(it, attrState)).Ended() || getN(it, attrTTL) > now.Unix() {
+					// Gone, or not this journal's to delete: a row that
+					// was erased into a tombstone later carries a later
+					// TTL and is listed again by the erasure's journal.
+					continue
+				}
+				ok, err := e.deleteEnded(ctx, partitionPK(p), actionSK(seq), now.Unix())
+				if err != nil {
+					return false, err
+				}
+				if ok {
+					n++
+				}
+			}
+			if err := e.deleteJournal(ctx, j); err != nil {
+				return false, err
 			}
 		}
-		if q.LastEvaluatedKey == nil || (limit >= 0 && n >= limit) {
-			return n, nil
-		}
-		start = q.LastEvaluatedKey
-	}
+		return true, nil
+	})
+	return n, err
 }
 
-// deleteEnded deletes one ended action (refused if it is not ended) and its
-// idempotency record.
-func (e *Engine) deleteEnded(ctx context.Context, pk, sk string) (bool, error) {
+// readEnded reads, eventually consistently, the state and TTL of the listed
+// rows of partition p that still exist. The rows ended long ago: a settled
+// read.
+func (e *Engine) readEnded(ctx context.Context, p int, seqs []int64) (map[int64]map[string]types.AttributeValue, error) {
+	out := map[int64]map[string]types.AttributeValue{}
+	keys := make([]map[string]types.AttributeValue, 0, len(seqs))
+	for _, s := range seqs {
+		keys = append(keys, actionKey(p, s))
+	}
+	for round := 0; len(keys) > 0; round++ {
+		if round >= 10 {
+			return nil, fmt.Errorf("error reading ended rows of partition %d: %d keys left unprocessed", p, len(keys))
+		}
+		n := min(len(keys), 100)
+		r, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {
+				Keys: keys[:n], ProjectionExpression: aws.String("#sk, #st, #ttl"),
+				ExpressionAttributeNames: map[string]string{"#sk": attrSK, "#st": attrState, "#ttl": attrTTL},
+			}},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error reading ended rows of partition %d: %w", p, err)
+		}
+		for _, it := range r.Responses[e.cfg.Table] {
+			var seq int64
+			if _, err := fmt.Sscanf(getS(it, attrSK), "A#%d", &seq); err == nil {
+				out[seq] = it
+			}
+		}
+		keys = keys[n:]
+		if un, ok := r.UnprocessedKeys[e.cfg.Table]; ok {
+			keys = append(keys, un.Keys...)
+		}
+	}
+	return out, nil
+}
+
+// deleteEnded deletes one ended action (refused if it is not ended, or,
+// with ttlBy > 0, if its TTL is after ttlBy) and its idempotency record.
+func (e *Engine) deleteEnded(ctx context.Context, pk, sk string, ttlBy int64) (bool, error) {
+	c := "#st IN (:d, :u, :f, :c)"
+	names := map[string]string{"#st": attrState}
+	vals := map[string]types.AttributeValue{
+		":d": avS(string(StateDONE)), ":u": avS(string(StateUNCERTAIN)), ":f": avS(string(StateFAILED)), ":c": avS(string(StateCANCELLED)),
+	}
+	if ttlBy > 0 {
+		c += " AND #ttl <= :ttlby"
+		names["#ttl"] = attrTTL
+		vals[":ttlby"] = avN(ttlBy)
+	}
 	out, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: e.table(), Key: key(pk, sk),
-		ConditionExpression:      aws.String("#st IN (:d, :u, :f, :c)"),
-		ExpressionAttributeNames: map[string]string{"#st": attrState},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":d": avS(string(StateDONE)), ":u": avS(string(StateUNCERTAIN)), ":f": avS(string(StateFAILED)), ":c": avS(string(StateCANCELLED)),
-		},
+		ConditionExpression: aws.String(c), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
 		ReturnValues: types.ReturnValueAllOld,
 	})
 	if err != nil {
@@ -123,7 +162,10 @@ func (e *Engine) deleteIdem(ctx context.Context, old map[string]types.AttributeV
 
 // trim deletes ended actions beyond the row cap, oldest expiry first. The
 // table's approximate item count (it counts every row, so it is an upper
-// bound of the ended ones) spares the count in the usual case.
+// bound of the ended ones) spares the count in the usual case; else the
+// ended actions are counted from the journal (ADR 0010: rows whose journal
+// write was lost are not counted, rows TTL removed before their journal
+// are, until retention reads that journal).
 func (e *Engine) trim(ctx context.Context) (int, error) {
 	dt, err := e.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: e.table()})
 	if err != nil {
@@ -132,59 +174,91 @@ func (e *Engine) trim(ctx context.Context) (int, error) {
 	if dt.Table != nil && dt.Table.ItemCount != nil && *dt.Table.ItemCount > 0 && *dt.Table.ItemCount <= int64(e.cfg.RowCap) {
 		return 0, nil
 	}
-	top := "~" // above every end_sk
 	total := 0
 	for p := 0; p < e.cfg.Partitions; p++ {
-		n, err := e.retainPartition(ctx, p, top, -1, true)
+		err := e.queryJournal(ctx, p, "", 0, func(page []journalItem) (bool, error) {
+			for _, j := range page {
+				total += j.n
+			}
+			return true, nil
+		})
 		if err != nil {
 			return 0, err
 		}
-		total += n
 	}
 	excess := total - e.cfg.RowCap
 	if excess <= 0 {
 		return 0, nil
 	}
-	// Gather each partition's oldest `excess` keys and delete the oldest
-	// `excess` of them all.
-	type row struct{ pk, sk, esk string }
-	var rows []row
+	// Gather each partition's oldest journal items covering `excess`
+	// endings, and trim the oldest of them all.
+	var items []journalItem
 	for p := 0; p < e.cfg.Partitions; p++ {
-		var start map[string]types.AttributeValue
 		got := 0
-		for got < excess {
-			q, err := e.db.Query(ctx, &dynamodb.QueryInput{
-				TableName: e.table(), IndexName: aws.String(IndexEnded),
-				KeyConditionExpression:    aws.String("#epk = :epk"),
-				ExpressionAttributeNames:  map[string]string{"#epk": attrEndPK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":epk": avS(endPK(p))},
-				ExclusiveStartKey:         start, Limit: aws.Int32(int32(min(excess-got, 1000))),
-			})
-			if err != nil {
-				return 0, fmt.Errorf("error reading ended index of partition %d: %w", p, err)
+		err := e.queryJournal(ctx, p, "", 100, func(page []journalItem) (bool, error) {
+			for _, j := range page {
+				if got >= excess {
+					return false, nil
+				}
+				items = append(items, j)
+				got += len(j.seqs)
 			}
-			for _, it := range q.Items {
-				rows = append(rows, row{getS(it, attrPK), getS(it, attrSK), getS(it, attrEndSK)})
-			}
-			got += len(q.Items)
-			if q.LastEvaluatedKey == nil {
-				break
-			}
-			start = q.LastEvaluatedKey
+			return got < excess, nil
+		})
+		if err != nil {
+			return 0, err
 		}
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].esk < rows[j].esk })
+	sort.Slice(items, func(a, b int) bool { return items[a].sk < items[b].sk })
 	n := 0
-	for _, r := range rows[:min(excess, len(rows))] {
-		ok, err := e.deleteEnded(ctx, r.pk, r.sk)
+	for _, j := range items {
+		if excess <= 0 {
+			break
+		}
+		take := j.seqs[:min(excess, len(j.seqs))]
+		for _, seq := range take {
+			ok, err := e.deleteEnded(ctx, partitionPK(j.p), actionSK(seq), 0)
+			if err != nil {
+				return n, err
+			}
+			if ok {
+				n++
+			}
+		}
+		// A listed row that was already gone counts as trimmed too: it was
+		// counted in total.
+		excess -= len(take)
+		if len(take) == len(j.seqs) {
+			err = e.deleteJournal(ctx, j)
+		} else {
+			err = e.shrinkJournal(ctx, j, take)
+		}
 		if err != nil {
 			return n, err
 		}
-		if ok {
-			n++
-		}
 	}
 	return n, nil
+}
+
+// shrinkJournal takes trimmed seqs out of a journal item that lists more.
+func (e *Engine) shrinkJournal(ctx context.Context, j journalItem, done []int64) error {
+	ns := make([]string, len(done))
+	for i, s := range done {
+		ns[i] = strconv.FormatInt(s, 10)
+	}
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: e.table(), Key: key(partitionPK(j.p), j.sk),
+		UpdateExpression:         aws.String("SET #n = :n DELETE #s :done"),
+		ConditionExpression:      aws.String("attribute_exists(#s)"),
+		ExpressionAttributeNames: map[string]string{"#n": attrJCount, "#s": attrJSeqs},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":n": avN(int64(len(j.seqs) - len(done))), ":done": &types.AttributeValueMemberNS{Value: ns},
+		},
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("error updating retention journal item %s/%s: %w", partitionPK(j.p), j.sk, err)
+	}
+	return nil
 }
 
 // EraseSubject deletes every action (in any state) and idempotency record of
@@ -195,6 +269,16 @@ func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string
 	if subjectID == "" {
 		return 0, &ValidationError{Field: "subject_id", Message: "subject_id is required"}
 	}
+	// The tombstones it leaves go to one journal, written at the end.
+	jr := e.newJournal("erase")
+	n, err := e.eraseSubject(withJournal(ctx, jr), workspaceID, subjectID)
+	if jerr := jr.flush(context.WithoutCancel(ctx)); err == nil {
+		err = jerr
+	}
+	return n, err
+}
+
+func (e *Engine) eraseSubject(ctx context.Context, workspaceID, subjectID string) (int, error) {
 	n := 0
 	var start map[string]types.AttributeValue
 	for {
@@ -268,6 +352,9 @@ func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string
 func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
 	if strings.HasPrefix(sk, "A#") {
 		if old, ok, err := e.eraseLaned(ctx, pk, sk); err != nil || ok {
+			if ok {
+				e.journalTombstone(ctx, pk, sk)
+			}
 			return old, err
 		}
 		upd, names, vals := e.tombstone(pk, sk)
@@ -280,6 +367,7 @@ func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.
 			ReturnValues:              types.ReturnValueAllOld,
 		})
 		if err == nil {
+			e.journalTombstone(ctx, pk, sk)
 			return out.Attributes, nil
 		}
 		if !isCondFailed(err) {
@@ -295,16 +383,23 @@ func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.
 	return out.Attributes, nil
 }
 
+// journalTombstone journals a tombstone just written. Its expiry is taken
+// after the write, so it is never before the one the tombstone carries.
+func (e *Engine) journalTombstone(ctx context.Context, pk, sk string) {
+	var seq int64
+	if _, err := fmt.Sscanf(sk, "A#%d", &seq); err != nil {
+		return
+	}
+	e.journalEnd(ctx, partitionOfPK(pk), seq, e.cfg.Retention, e.clk.Now().UTC().Add(e.cfg.Retention))
+}
+
 // tombstone is the update that turns an action row into an erasure
 // tombstone: CANCELLED with stop reason ERASED, keys, links and TTL only.
 func (e *Engine) tombstone(pk, sk string) (string, map[string]string, map[string]types.AttributeValue) {
 	now := e.clk.Now().UTC()
 	expiry := now.Add(e.cfg.Retention)
-	var seq int64
-	fmt.Sscanf(sk, "A#%d", &seq)
 	names := map[string]string{
 		"#prev": attrPrev, "#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL,
-		"#epk": attrEndPK, "#esk": attrEndSK,
 	}
 	var rm []string
 	for i, a := range []string{attrKind, attrVariant, attrWorkspace, attrLane, attrIKey, attrSubject, attrSubPK,
@@ -314,10 +409,10 @@ func (e *Engine) tombstone(pk, sk string) (string, map[string]string, map[string
 		names[n] = a
 		rm = append(rm, n)
 	}
-	upd := "SET #st = :c, #sr = :erased, #ea = :now, #ttl = :ttl, #epk = :epk, #esk = :esk REMOVE " + strings.Join(rm, ", ")
+	upd := "SET #st = :c, #sr = :erased, #ea = :now, #ttl = :ttl REMOVE " + strings.Join(rm, ", ")
 	vals := map[string]types.AttributeValue{
 		":c": avS(string(StateCANCELLED)), ":erased": avS(string(StopErased)), ":now": avMs(now),
-		":ttl": avN(expiry.Unix()), ":epk": avS(endPK(partitionOfPK(pk))), ":esk": avS(timeSK(expiry, seq)),
+		":ttl": avN(expiry.Unix()),
 	}
 	return upd, names, vals
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // TableInput is the CreateTableInput of Ferry's table (docs/adr): keys,
-// the due, subject and ended indexes, on-demand billing and a stream.
+// the due and subject indexes, on-demand billing and a stream. (The ended
+// index of ADR 0001 is gone: ADR 0010.)
 func TableInput(name string) *dynamodb.CreateTableInput {
 	s := func(n string) types.AttributeDefinition {
 		return types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS}
@@ -29,7 +30,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			s(attrPK), s(attrSK), s(attrDuePK), s(attrDueSK), s(attrSubPK), s(attrEndPK), s(attrEndSK),
+			s(attrPK), s(attrSK), s(attrDuePK), s(attrDueSK), s(attrSubPK),
 		},
 		KeySchema: ks(attrPK, attrSK),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
@@ -39,10 +40,6 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			},
 			{
 				IndexName: aws.String(IndexSubject), KeySchema: ks(attrSubPK, attrSK),
-				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
-			},
-			{
-				IndexName: aws.String(IndexEnded), KeySchema: ks(attrEndPK, attrEndSK),
 				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 			},
 		},
