@@ -45,7 +45,7 @@ func FunctionEnvironment(fn FunctionName, p *Props, table string) (map[string]st
 		EnvWriteMargin: fmtDur(p.WriteMargin),
 		EnvLogLevel:    strings.ToLower(p.LogLevel),
 		// Every function ends actions (cancel, outcomes, the reaper) and
-		// stamps their TTL and ended-index key from the retention, so all
+		// stamps their TTL and journal expiry from the retention, so all
 		// of them read it, not only the retention function.
 		EnvRetention: fmtDur(p.Retention),
 		EnvRowCap:    strconv.Itoa(p.RowCap),

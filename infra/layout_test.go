@@ -48,6 +48,5 @@ func TestTableMatchesEngine(t *testing.T) {
 	}
 	require.Equal(t, outbox.IndexDue, IndexDue)
 	require.Equal(t, outbox.IndexSubject, IndexSubject)
-	require.Equal(t, outbox.IndexEnded, IndexEnded)
 	require.Equal(t, string(outbox.StateADMITTED), StateReady)
 }

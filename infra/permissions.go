@@ -41,31 +41,36 @@ var TableGrants = map[FunctionName][]TableGrant{
 	// transaction (fence and predecessor ConditionChecks, per-action
 	// updates), the claimed rows read once per batch (a Query of the seq
 	// range, or BatchGetItem; GetItem for reclaims, ADR 0003), the write
-	// fence and outcome writes, and the lane tail's delete when a lane's
-	// last action ends.
+	// fence and outcome writes, the lane tail's delete when a lane's last
+	// action ends, and one retention journal item per batch (PutItem, ADR
+	// 0010).
 	FunctionDrainer: {
 		{Actions: []string{
 			"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
-			"dynamodb:Query", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
+			"dynamodb:PutItem", "dynamodb:Query", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
 		}},
 		{Index: IndexDue, Actions: []string{"dynamodb:Query"}},
 	},
 	// reaper: expired leases and expired unstarted actions from the due
 	// index (the gauges come from the same pages), the base row's write
-	// fence (GetItem), and endings as the drainer writes them.
+	// fence (GetItem), and endings as the drainer writes them, journaled
+	// per partition (PutItem, ADR 0010).
 	FunctionReaper: {
 		{Actions: []string{
-			"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
+			"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
 			"dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
 		}},
 		{Index: IndexDue, Actions: []string{"dynamodb:Query"}},
 	},
-	// retention: expired ended actions from the ended index, deleted with
-	// their idempotency records (DeleteItem returns the old row); the row
-	// cap reads DescribeTable's item count first.
+	// retention: the retention journal's expired items (Query on the
+	// table, ADR 0010), the rows they list (BatchGetItem), deleted with
+	// their idempotency records (DeleteItem returns the old row) and then
+	// the journal item; the row cap reads DescribeTable's item count first
+	// and shrinks a partly trimmed journal item (UpdateItem).
 	FunctionRetention: {
-		{Actions: []string{"dynamodb:DeleteItem", "dynamodb:DescribeTable"}},
-		{Index: IndexEnded, Actions: []string{"dynamodb:Query"}},
+		{Actions: []string{
+			"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:Query", "dynamodb:UpdateItem",
+		}},
 	},
 }
 

@@ -200,8 +200,6 @@ func TestTable(t *testing.T) {
 			map[string]any{"AttributeName": "due_pk", "AttributeType": "S"},
 			map[string]any{"AttributeName": "due_sk", "AttributeType": "S"},
 			map[string]any{"AttributeName": "sub_pk", "AttributeType": "S"},
-			map[string]any{"AttributeName": "end_pk", "AttributeType": "S"},
-			map[string]any{"AttributeName": "end_sk", "AttributeType": "S"},
 		},
 		"GlobalSecondaryIndexes": []any{
 			map[string]any{
@@ -223,14 +221,6 @@ func TestTable(t *testing.T) {
 				},
 				"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
 			},
-			map[string]any{
-				"IndexName": "ended",
-				"KeySchema": []any{
-					map[string]any{"AttributeName": "end_pk", "KeyType": "HASH"},
-					map[string]any{"AttributeName": "end_sk", "KeyType": "RANGE"},
-				},
-				"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
-			},
 		},
 		"TimeToLiveSpecification":          map[string]any{"AttributeName": "ttl", "Enabled": true},
 		"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
@@ -241,6 +231,18 @@ func TestTable(t *testing.T) {
 		"DeletionProtectionEnabled": true,
 	}
 	require.Equal(t, want, p)
+}
+
+// TestNoEndedIndex: ADR 0010 removed the `ended` index; no grant, alarm,
+// dashboard or table property may name it or its keys.
+func TestNoEndedIndex(t *testing.T) {
+	for _, s := range []*synthesized{defaultStack(t), providersStack(t), jwtStack(t)} {
+		b, err := json.Marshal(s.json)
+		require.NoError(t, err)
+		for _, name := range []string{"index/ended", `"ended"`, "end_pk", "end_sk"} {
+			require.NotContains(t, string(b), name)
+		}
+	}
 }
 
 func TestTableCustomerManagedKey(t *testing.T) {
@@ -351,7 +353,7 @@ func TestRolePolicies(t *testing.T) {
 		FunctionDrainer: {
 			logs(FunctionDrainer),
 			{Actions: []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
-				"dynamodb:Query", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem"}, Resources: []string{table}},
+				"dynamodb:PutItem", "dynamodb:Query", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem"}, Resources: []string{table}},
 			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/due"}},
 			{Actions: []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
 				Resources: []string{"<" + s.stack.LogicalID(s.stack.Table) + ".StreamArn>"}},
@@ -364,15 +366,15 @@ func TestRolePolicies(t *testing.T) {
 		},
 		FunctionReaper: {
 			logs(FunctionReaper),
-			{Actions: []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
+			{Actions: []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
 				"dynamodb:TransactWriteItems", "dynamodb:UpdateItem"}, Resources: []string{table}},
 			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/due"}},
 			kms, xray,
 		},
 		FunctionRetention: {
 			logs(FunctionRetention),
-			{Actions: []string{"dynamodb:DeleteItem", "dynamodb:DescribeTable"}, Resources: []string{table}},
-			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/ended"}},
+			{Actions: []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:Query",
+				"dynamodb:UpdateItem"}, Resources: []string{table}},
 			kms, xray,
 		},
 	}

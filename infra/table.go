@@ -12,7 +12,8 @@ import (
 )
 
 // This file is the stack's copy of docs/adr/0001-table-layout.md as amended
-// by docs/adr/0002-engine-protocols-and-layout-changes.md: every name
+// by docs/adr/0002-engine-protocols-and-layout-changes.md and
+// docs/adr/0010-retention-journal-instead-of-ended-index.md: every name
 // the engine relies on (keys, indexes, projections, TTL, the stream and the
 // drainer's stream filter) is here and nowhere else in infra/, so an amended
 // ADR is one edit.
@@ -25,17 +26,15 @@ const (
 	AttrDuePK  = "due_pk"
 	AttrDueSK  = "due_sk"
 	AttrSubPK  = "sub_pk"
-	AttrEndPK  = "end_pk"
-	AttrEndSK  = "end_sk"
 	AttrState  = "st"
 	StateReady = "ADMITTED"
 )
 
-// Global secondary index names (ADR 0001).
+// Global secondary index names (ADR 0001; the `ended` index is gone, ADR
+// 0010).
 const (
 	IndexDue     = "due"
 	IndexSubject = "subject"
-	IndexEnded   = "ended"
 )
 
 // TableIndex is one global secondary index of the layout: its keys and what
@@ -56,7 +55,6 @@ var TableIndexes = []TableIndex{
 		Include: []string{"id", "kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "xa", "nat", "own"},
 	},
 	{Name: IndexSubject, HashKey: AttrSubPK, SortKey: AttrSK},
-	{Name: IndexEnded, HashKey: AttrEndPK, SortKey: AttrEndSK},
 }
 
 // TableLogicalID is the table's logical id in the template (fixed).
