@@ -239,6 +239,14 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 				}
 			}
 		}
+		// Retention finds ended rows through the journal (ADR 0010), not
+		// an index entry per row. A failed end is journaled too: its write
+		// may have landed though no answer said so (an ambiguous try whose
+		// read-back failed), and listing a row that did not end costs
+		// retention one skipped read, while missing one leaves it to TTL.
+		// Journaled before the idempotency record's write, which may fail
+		// after the ending stands.
+		e.journalEnd(ctx, a.Partition, a.Seq, ret, expiry)
 		if err != nil {
 			if isCondFailed(err) {
 				return nil, err
@@ -254,9 +262,6 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 				return nil, err
 			}
 		}
-		// Retention finds ended rows through the journal (ADR 0010), not
-		// an index entry per row.
-		e.journalEnd(ctx, a.Partition, a.Seq, ret, expiry)
 		e.obs.ActionEnded(&ended, p.Result.Outcome, p.Reason)
 		return &ended, nil
 	}

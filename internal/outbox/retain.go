@@ -371,6 +371,9 @@ func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.
 			return out.Attributes, nil
 		}
 		if !isCondFailed(err) {
+			// The tombstone may have landed (an ambiguous failure): journal
+			// it; a row that is not a tombstone is skipped by retention.
+			e.journalTombstone(ctx, pk, sk)
 			return nil, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
 		}
 	}

@@ -29,6 +29,7 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 		{"ResendAfterAccept", BreakIdemResend, []string{"idempotent-duplicates"}},
 		{"ReadBackBlind", BreakReadBackBlind, []string{"exactly-once"}},
 		{"NoIdempotencyRecord", BreakNoIdempotencyRecord, []string{"idempotency"}},
+		{"JournalDropped", BreakDropJournal, []string{"retention-journal"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

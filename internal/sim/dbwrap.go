@@ -82,7 +82,15 @@ func (d *simDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...fun
 		d.leave(p, "PutItem", nil)
 		return &dynamodb.PutItemOutput{}, nil
 	}
+	journal := strings.HasPrefix(str(in.Item, "sk"), "R#")
+	if d.w.opt.Broken&BreakDropJournal != 0 && journal {
+		d.leave(p, "PutItem", nil)
+		return &dynamodb.PutItemOutput{}, nil
+	}
 	out, err := d.db.PutItem(ctx, in, o...)
+	if err != nil && journal {
+		p.journalLost = true
+	}
 	d.leave(p, "PutItem", err)
 	return out, err
 }

@@ -176,6 +176,7 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 	}
 	if nst.Ended() {
 		r.ended++
+		r.endedBy = p
 		if str(nw, "sr") == "" || has(nw, "pl") || !has(nw, "ttl") {
 			w.violate("ended-shape", []string{id}, "ended action %s has stop reason %q, payload %v, TTL %v", id, str(nw, "sr"), has(nw, "pl"), has(nw, "ttl"))
 			return

@@ -28,6 +28,9 @@ type proc struct {
 	yielded   chan string
 	killed    bool
 	done      bool
+	// journalLost: a retention journal write of this process failed (its
+	// endings are left to TTL alone, ADR 0010).
+	journalLost bool
 	at        string
 	fenceV    int64
 	erasing   [2]string // erase: workspace, subject

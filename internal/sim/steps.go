@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -451,6 +453,7 @@ func (w *world) finalChecks() {
 	w.checking = true
 	defer func() { w.checking = false }()
 	seen := map[string]bool{}
+	journaled := map[string]bool{}
 	var start map[string]types.AttributeValue
 	for {
 		out, err := w.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(w.cfg.Table), ExclusiveStartKey: start})
@@ -460,6 +463,15 @@ func (w *world) finalChecks() {
 		for _, it := range out.Items {
 			if s := str(it, "sk"); len(s) > 2 && s[:2] == "A#" && str(it, "sr") != "ERASED" {
 				seen[str(it, "id")] = true
+			}
+			if s := str(it, "sk"); strings.HasPrefix(s, "R#") {
+				part, _ := strconv.Atoi(strings.TrimPrefix(str(it, "pk"), "P#"))
+				if ns, ok := it["seqs"].(*types.AttributeValueMemberNS); ok {
+					for _, v := range ns.Value {
+						seq, _ := strconv.ParseInt(v, 10, 64)
+						journaled[outbox.ActionID(part, seq)] = true
+					}
+				}
 			}
 		}
 		if out.LastEvaluatedKey == nil {
@@ -476,6 +488,19 @@ func (w *world) finalChecks() {
 	for _, id := range sortedKeys(seen) {
 		if w.rows[id] == nil {
 			w.violate("model", []string{id}, "%s is in the table but never in the change feed", id)
+			return
+		}
+	}
+	// Every ended row still in the table is listed by a retention journal
+	// item (ADR 0010), unless the process that ended it died or failed to
+	// write its journal: then only TTL removes it.
+	for _, id := range sortedKeys(w.rows) {
+		r := w.rows[id]
+		if r.gone != "" || !state(r.item).Ended() || journaled[id] {
+			continue
+		}
+		if p := r.endedBy; p != nil && !p.killed && !p.journalLost {
+			w.violate("retention-journal", []string{id}, "%s ended %s and no retention journal item lists it", p.name, id)
 			return
 		}
 	}

@@ -53,6 +53,9 @@ const (
 	// BreakIdemResend makes the idempotent adapter answer Retry after its
 	// receiver accepted the call.
 	BreakIdemResend
+	// BreakDropJournal acknowledges retention journal writes without
+	// writing them (ADR 0010).
+	BreakDropJournal
 )
 
 // Options describes one run.
@@ -208,6 +211,9 @@ type row struct {
 	gone  string // why it went ("" while it exists)
 	hist  []string
 	ended int
+	// endedBy is the process whose write ended the row: it must journal
+	// the ending for retention (ADR 0010) unless it died first.
+	endedBy *proc
 }
 
 // callRec is one provider call.
