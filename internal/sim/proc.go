@@ -31,12 +31,12 @@ type proc struct {
 	// journalLost: a retention journal write of this process failed (its
 	// endings are left to TTL alone, ADR 0010).
 	journalLost bool
-	at        string
-	fenceV    int64
-	erasing   [2]string // erase: workspace, subject
-	pending   map[*callRec]bool
-	res       *outbox.DrainResult
-	err       error
+	at          string
+	fenceV      int64
+	erasing     [2]string // erase: workspace, subject
+	pending     map[*callRec]bool
+	res         *outbox.DrainResult
+	err         error
 }
 
 func procOf(ctx context.Context) *proc {
