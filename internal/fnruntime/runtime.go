@@ -48,6 +48,14 @@ const (
 	EnvRowCap = "FERRY_ROW_CAP"
 )
 
+// SweepPartitions is how many partitions a scheduled sweep drains at once.
+// Each partition costs at least three sequential DynamoDB round trips (claim
+// fence, claim query, release) even when nothing is due there; one after
+// another, the 16 default partitions make a sweep, and so the drainer's
+// first invocation, dozens of round trips long. Four at once keeps the
+// provider calls in flight at most 4 partitions x 4 lane groups.
+const SweepPartitions = 4
+
 // Runtime is what a function's handler is built from.
 type Runtime struct {
 	Config fnconfig.Config
@@ -95,7 +103,7 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 	owner := getenv("AWS_LAMBDA_LOG_STREAM_NAME")
 	return &Runtime{
 		Config: cfg, Clock: clk, Log: log, Obs: obs, Engine: engine,
-		Ports: lambdafn.EnginePorts{Engine: engine, Owner: owner},
+		Ports: lambdafn.EnginePorts{Engine: engine, Owner: owner, Partitions: SweepPartitions},
 	}, nil
 }
 

@@ -52,6 +52,7 @@ func TestNew(t *testing.T) {
 			require.True(t, ok, kind)
 		}
 		var _ outbox.Observer = rt.Obs
+		require.Equal(t, SweepPartitions, rt.Ports.Partitions, "a sweep drains partitions concurrently")
 	})
 }
 

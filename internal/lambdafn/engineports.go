@@ -17,6 +17,11 @@ type EnginePorts struct {
 	Owner string
 	// Concurrency bounds the lane groups run at once; 0: the engine's default.
 	Concurrency int
+	// Partitions bounds the partitions a sweep drains at once; 0 or 1: one
+	// after another. A partition's drain is a few sequential round trips
+	// (claim fence, claim, release) even when nothing is due, so a sweep of
+	// every partition is round-trip bound unless they overlap.
+	Partitions int
 }
 
 var (
@@ -25,7 +30,7 @@ var (
 )
 
 func (p EnginePorts) params(deadline time.Time) outbox.DrainParams {
-	return outbox.DrainParams{Owner: p.Owner, Deadline: deadline, Concurrency: p.Concurrency}
+	return outbox.DrainParams{Owner: p.Owner, Deadline: deadline, Concurrency: p.Concurrency, Partitions: p.Partitions}
 }
 
 func statsOf(r *outbox.DrainResult) DrainStats {

@@ -100,7 +100,8 @@ func TestFullRunLogsNoPayload(t *testing.T) {
 	}
 
 	drainer := lambda.NewHandler((&lambdafn.DrainerHandler{
-		Engine: lambdafn.EnginePorts{Engine: eng}, Clock: clk, Log: log, Metrics: obs,
+		// Both partitions at once, as the functions sweep (fnruntime.SweepPartitions).
+		Engine: lambdafn.EnginePorts{Engine: eng, Partitions: 2}, Clock: clk, Log: log, Metrics: obs,
 	}).Invoke)
 	schedule, err := os.ReadFile(filepath.Join("..", "..", "events", "eventbridge-schedule.json"))
 	require.NoError(t, err)

@@ -18,6 +18,10 @@ type DrainParams struct {
 	Deadline    time.Time // stop claiming and starting when it nears; zero = no deadline
 	BatchSize   int       // default Config.BatchSize
 	Concurrency int       // lane groups run at once; default 4
+	// Partitions is how many partitions Sweep drains at once; default 1
+	// (one after another). Each has its own claim fence, so they never
+	// meet; each runs up to Concurrency lane groups.
+	Partitions int
 }
 
 // DrainResult counts what a drain did.
@@ -218,25 +222,56 @@ func (e *Engine) releaseRest(ctx context.Context, rest []Action, res *DrainResul
 	return nil
 }
 
-// Sweep drains every partition once, one after another, starting at a
-// random one.
+// Sweep drains every partition once, starting at a random one, up to
+// p.Partitions at once (by default one after another). The first error stops
+// it from starting further partitions; those under way finish.
 func (e *Engine) Sweep(ctx context.Context, p DrainParams) (*DrainResult, error) {
 	p = e.drainDefaults(p)
-	total := &DrainResult{}
+	n := e.cfg.Partitions
 	// Start at a random partition so that a deadline does not always starve
 	// the same ones.
-	first := e.intN(e.cfg.Partitions)
-	for i := 0; i < e.cfg.Partitions; i++ {
-		part := (first + i) % e.cfg.Partitions
-		r, err := e.DrainPartition(ctx, part, p)
-		if r != nil {
-			total.add(r)
+	first := e.intN(n)
+	var (
+		mu       sync.Mutex
+		total    = &DrainResult{}
+		firstErr error
+		next     int // how many partitions of the visiting order were started
+	)
+	// take hands out the next partition to drain, false when there is none
+	// left or a drain failed.
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr != nil || next == n {
+			return 0, false
 		}
-		if err != nil {
-			return total, fmt.Errorf("error draining partition %d: %w", part, err)
+		part := (first + next) % n
+		next++
+		return part, true
+	}
+	drain := func() {
+		for part, ok := take(); ok; part, ok = take() {
+			r, err := e.DrainPartition(ctx, part, p)
+			mu.Lock()
+			if r != nil {
+				total.add(r)
+			}
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("error draining partition %d: %w", part, err)
+			}
+			mu.Unlock()
 		}
 	}
-	return total, nil
+	if p.Partitions <= 1 {
+		drain() // in the caller's goroutine, as a simulator needs
+		return total, firstErr
+	}
+	var wg sync.WaitGroup
+	for range min(p.Partitions, n) {
+		wg.Go(drain)
+	}
+	wg.Wait()
+	return total, firstErr
 }
 
 // RunNow carries out one admitted action immediately, through the same claim
