@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -267,14 +268,23 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 	}
 }
 
-// idemExpire gives an ended action's idempotency record the action's TTL.
+// idemExpire gives an ended action's idempotency record the action's TTL,
+// and removes the copy of the action a written-first record carries (ADR
+// 0007): an ended action keeps no payload, and neither does its record.
+// Billed on the record's old size: 1 unit for a 1 KB action.
 func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) error {
+	names := map[string]string{"#ttl": attrTTL, "#id": attrID}
+	rm := make([]string, len(recordContent))
+	for i, n := range recordContent {
+		rm[i] = fmt.Sprintf("#c%d", i)
+		names[rm[i]] = n
+	}
 	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 e.table(),
 		Key:                       key(idemPK(a.WorkspaceID, a.IdempotencyKey), skIdem),
-		UpdateExpression:          aws.String("SET #ttl = :ttl"),
+		UpdateExpression:          aws.String("SET #ttl = :ttl REMOVE " + strings.Join(rm, ", ")),
 		ConditionExpression:       aws.String("#id = :id"),
-		ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL, "#id": attrID},
+		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":ttl": avN(expiry.Unix()), ":id": avS(a.ID)},
 	})
 	if err != nil && !isCondFailed(err) {

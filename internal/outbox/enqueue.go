@@ -368,6 +368,11 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueu
 // found for seen idempotency keys (by index into prs), non-nil when the
 // caller should retry the others.
 func (e *Engine) writeEnqueue(ctx context.Context, prs []*prepared, laneItems []types.TransactWriteItem) (map[int]Action, error) {
+	if len(prs) == 1 && prs[0].idem != nil && len(laneItems) == 0 && prs[0].a.LaneKey == "" {
+		// One keyed action outside a lane: the record first, then the
+		// action, two plain puts (ADR 0007).
+		return e.enqueueKeyedFirst(ctx, prs[0])
+	}
 	if len(prs) == 1 && prs[0].idem == nil && len(laneItems) == 0 {
 		put := prs[0].action.Put
 		err := e.putSettled(ctx, &dynamodb.PutItemInput{
@@ -424,7 +429,10 @@ func (e *Engine) writeEnqueue(ctx context.Context, prs []*prepared, laneItems []
 }
 
 // idemLookup returns the action an idempotency record names, nil when the
-// record is gone (or its TTL passed, after which it is removed here).
+// record is gone (or its TTL passed, after which it is removed here). A
+// written-first record whose action is missing is finished here: its
+// action is written from it (or, past finishWindow, the enqueue abandoned
+// and the record removed) (ADR 0007).
 func (e *Engine) idemLookup(ctx context.Context, ws, ikey string) (*Action, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: key(idemPK(ws, ikey), skIdem), ConsistentRead: aws.Bool(true),
@@ -436,26 +444,37 @@ func (e *Engine) idemLookup(ctx context.Context, ws, ikey string) (*Action, erro
 		return nil, nil
 	}
 	id := getS(out.Item, attrID)
-	now := e.clk.Now()
-	a, err := e.ActionGet(ctx, id)
-	if errors.Is(err, ErrNotFound) || expiredByTTL(out.Item, now) {
-		// The action is gone: the record outlived it; remove it so the key
-		// can be used again.
-		_, derr := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: e.table(), Key: key(idemPK(ws, ikey), skIdem),
-			ConditionExpression:       aws.String("#id = :id"),
-			ExpressionAttributeNames:  map[string]string{"#id": attrID},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avS(id)},
-		})
-		if derr != nil && !isCondFailed(derr) {
-			return nil, fmt.Errorf("error removing stale idempotency record: %w", derr)
+	if !expiredByTTL(out.Item, e.clk.Now()) {
+		a, err := e.ActionGet(ctx, id)
+		if err == nil {
+			return a, nil
 		}
-		return nil, nil
+		if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		if pending, ok := pendingFromRecord(out.Item); ok {
+			got, err := e.materialize(ctx, &pending)
+			if err != nil && !errors.Is(err, errSealed) {
+				return nil, err
+			}
+			if got != nil {
+				return got, nil
+			}
+			// Sealed (erased) or abandoned: the key can be used again.
+		}
 	}
-	if err != nil {
-		return nil, err
+	// The action is gone: the record outlived it; remove it so the key
+	// can be used again.
+	_, derr := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: e.table(), Key: key(idemPK(ws, ikey), skIdem),
+		ConditionExpression:       aws.String("#id = :id"),
+		ExpressionAttributeNames:  map[string]string{"#id": attrID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":id": avS(id)},
+	})
+	if derr != nil && !isCondFailed(derr) {
+		return nil, fmt.Errorf("error removing stale idempotency record: %w", derr)
 	}
-	return a, nil
+	return nil, nil
 }
 
 // transact sends a TransactWriteItems, retrying throttles and conflicts,

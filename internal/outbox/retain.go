@@ -350,6 +350,9 @@ func (e *Engine) eraseSubject(ctx context.Context, workspaceID, subjectID string
 // it (a gone predecessor would let it pass them). Everything of the subject
 // goes; retention deletes the tombstone like any ended row.
 func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
+	if sk == skIdem {
+		return nil, e.eraseIdemRecord(ctx, pk, sk)
+	}
 	if strings.HasPrefix(sk, "A#") {
 		if old, ok, err := e.eraseLaned(ctx, pk, sk); err != nil || ok {
 			if ok {
@@ -358,10 +361,14 @@ func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.
 			return old, err
 		}
 		upd, names, vals := e.tombstone(pk, sk)
+		// A keyed action outside a lane may have been written first by its
+		// idempotency record (ADR 0007): its slot keeps a tombstone, so a
+		// late put of the action fails instead of bringing it back.
+		names["#ik"], names["#ln"] = attrIKey, attrLane
 		out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: e.table(), Key: key(pk, sk),
 			UpdateExpression:          aws.String(upd),
-			ConditionExpression:       aws.String("attribute_exists(#prev)"),
+			ConditionExpression:       aws.String("attribute_exists(#prev) OR (attribute_exists(#ik) AND attribute_not_exists(#ln))"),
 			ExpressionAttributeNames:  names,
 			ExpressionAttributeValues: vals,
 			ReturnValues:              types.ReturnValueAllOld,
@@ -377,9 +384,15 @@ func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.
 			return nil, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
 		}
 	}
+	// A tombstone (no kind) stays: a lagging subject index may show one.
 	out, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: e.table(), Key: key(pk, sk), ReturnValues: types.ReturnValueAllOld,
+		ConditionExpression:      aws.String("attribute_exists(#kind)"),
+		ExpressionAttributeNames: map[string]string{"#kind": attrKind},
 	})
+	if isCondFailed(err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
 	}
