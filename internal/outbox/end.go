@@ -274,10 +274,14 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 // Billed on the record's old size: 1 unit for a 1 KB action.
 func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) error {
 	names := map[string]string{"#ttl": attrTTL, "#id": attrID}
-	rm := make([]string, len(recordContent))
+	// The payload first, under the name every end uses for it.
+	rm := []string{"#pl"}
+	names["#pl"] = attrPayload
 	for i, n := range recordContent {
-		rm[i] = fmt.Sprintf("#c%d", i)
-		names[rm[i]] = n
+		if n != attrPayload {
+			rm = append(rm, fmt.Sprintf("#c%d", i))
+			names[rm[len(rm)-1]] = n
+		}
 	}
 	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 e.table(),

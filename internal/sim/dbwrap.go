@@ -78,7 +78,8 @@ func (d *simDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...fun
 	if err != nil {
 		return nil, err
 	}
-	if d.w.opt.Broken&BreakDropPut != 0 && strings.HasPrefix(str(in.Item, "sk"), "A#") {
+	if (d.w.opt.Broken&BreakDropPut != 0 && strings.HasPrefix(str(in.Item, "sk"), "A#")) ||
+		(d.w.opt.Broken&BreakNoIdempotencyRecord != 0 && str(in.Item, "sk") == "K") {
 		d.leave(p, "PutItem", nil)
 		return &dynamodb.PutItemOutput{}, nil
 	}

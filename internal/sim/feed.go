@@ -31,6 +31,13 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 		}
 		return
 	}
+	if sk == "K" && c.NewImage != nil && has(c.NewImage, "ttl") && has(c.NewImage, "pl") {
+		// A written-first idempotency record carries its action's payload
+		// until the action ends (ADR 0007); then, like the action, it
+		// keeps none.
+		w.violate("ended-shape", nil, "idempotency record %s has a TTL (its action ended) and still a payload", pk)
+		return
+	}
 	if !strings.HasPrefix(pk, "P#") || !strings.HasPrefix(sk, "A#") {
 		return
 	}
@@ -62,6 +69,16 @@ func (w *world) onInsert(p *proc, id string, it ddblocal.Item) {
 	}
 	w.rows[id] = r
 	w.histf(r, p, "created %s", rowState(it))
+	if p != nil && (p.kind == "enqueue" || p.kind == "erase") && !has(it, "kind") && !has(it, "pl") && str(it, "sr") == "ERASED" {
+		// A sealed slot (ADR 0007): an abandoned or erased written-first
+		// enqueue leaves a tombstone where its action would go, so that a
+		// late put of the action fails. It holds nothing and reads as not
+		// found; an acknowledged action's slot is never empty, so a seal
+		// cannot cover one (the put is conditional).
+		w.markGone(r, "sealed")
+		w.res.Faults["x.sealed_slots"]++
+		return
+	}
 	if p == nil || p.kind != "enqueue" {
 		w.violate("fencing", []string{id}, "action row %s created by %s", id, p.name)
 	}

@@ -48,7 +48,8 @@ const (
 	// BreakReadBackBlind makes the read-back provider stub answer "absent"
 	// whatever it holds.
 	BreakReadBackBlind
-	// BreakNoIdempotencyRecord drops the idempotency record from enqueues.
+	// BreakNoIdempotencyRecord drops the idempotency record from enqueues
+	// (from their transactions, and its written-first put, ADR 0007).
 	BreakNoIdempotencyRecord
 	// BreakIdemResend makes the idempotent adapter answer Retry after its
 	// receiver accepted the call.
