@@ -431,7 +431,7 @@ func (e *Engine) writeEnqueue(ctx context.Context, prs []*prepared, laneItems []
 // idemLookup returns the action an idempotency record names, nil when the
 // record is gone (or its TTL passed, after which it is removed here). A
 // written-first record whose action is missing is finished here: its
-// action is written from it (or, past finishWindow, the enqueue abandoned
+// action is written from it (or, past FinishWindow, the enqueue abandoned
 // and the record removed) (ADR 0007).
 func (e *Engine) idemLookup(ctx context.Context, ws, ikey string) (*Action, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{

@@ -27,13 +27,15 @@ import (
 // fails its condition instead of bringing an erased or abandoned action
 // back.
 
-// finishWindow is how long after its record was written a written-first
-// enqueue may still be finished by a put of its action. Past it the enqueue
-// is abandoned: its slot is sealed and its record removed, so the key can be
-// used again. It is far shorter than the shortest retention (1 h), so an
-// action that was written, ended and deleted by TTL cannot be mistaken for
-// one never written.
-const finishWindow = 15 * time.Minute
+// FinishWindow is how long after its idempotency record was written a keyed
+// enqueue that did not write its action (its process died between the two
+// puts) is finished by a retry with the same key; a retry after it finds
+// the enqueue abandoned and makes a new action (ADR 0007). Past it the
+// action's slot is sealed and the record removed, so the key can be used
+// again. It is far shorter than the shortest retention (1 h), so an action
+// that was written, ended and deleted by its TTL is not mistaken for one
+// never written.
+const FinishWindow = 15 * time.Minute
 
 // recordContent are the attributes a written-first idempotency record copies
 // from its action, under the action's names. The rest of the action follows
@@ -135,20 +137,20 @@ func (e *Engine) enqueueKeyedFirst(ctx context.Context, pr *prepared) (map[int]A
 	got, err := e.materialize(ctx, a)
 	switch {
 	case errors.Is(err, errSealed):
-		return nil, fmt.Errorf("error enqueueing %s: erased while it was written: %w", a.ID, ErrNotFound)
+		return nil, fmt.Errorf("error enqueueing %s: erased or abandoned while it was written: %w", a.ID, ErrNotFound)
 	case err != nil:
 		return nil, err
 	case got == nil:
-		return nil, fmt.Errorf("error enqueueing %s: not written within %s, abandoned: %w", a.ID, finishWindow, ErrNotFound)
+		return nil, fmt.Errorf("error enqueueing %s: not written within %s, abandoned: %w", a.ID, FinishWindow, ErrNotFound)
 	}
 	return nil, nil
 }
 
 // materialize writes the action of a written-first record, or finds it
-// written. Past finishWindow it abandons the enqueue instead (see abandon).
+// written. Past FinishWindow it abandons the enqueue instead (see abandon).
 // It returns errSealed when the slot holds a tombstone.
 func (e *Engine) materialize(ctx context.Context, a *Action) (*Action, error) {
-	if e.clk.Now().After(a.CreatedAt.Add(finishWindow)) {
+	if e.clk.Now().After(a.CreatedAt.Add(FinishWindow)) {
 		return e.abandon(ctx, a)
 	}
 	err := e.putSettled(ctx, &dynamodb.PutItemInput{

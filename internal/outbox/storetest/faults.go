@@ -1,0 +1,105 @@
+package storetest
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// faultyDB injects the faults of ddblocal's fault plans into single-item
+// writes picked by a rule, on any backend (the embedded DynamoDB, over HTTP,
+// a real endpoint): FaultFailBefore fails the call before it reaches the
+// backend, as when the engine's process dies (the error is neither
+// retryable nor ambiguous: the engine gives up); FaultFailAfter sends the
+// call and then loses its answer (an InternalServerError: an ambiguous
+// write). before, when set, runs ahead of a call the rule lets through, so
+// that a case can put another client's calls between two of the engine's
+// at a chosen point.
+type faultyDB struct {
+	outbox.DynamoDB
+	mu     sync.Mutex
+	rule   func(op string, key map[string]types.AttributeValue) ddblocal.FaultKind
+	before func(op string, key map[string]types.AttributeValue)
+}
+
+// errCrashed is what a call of a crashed engine returns.
+var errCrashed = context.Canceled
+
+func (f *faultyDB) decide(op string, key map[string]types.AttributeValue) ddblocal.FaultKind {
+	f.mu.Lock()
+	rule, before := f.rule, f.before
+	f.mu.Unlock()
+	k := ddblocal.FaultNone
+	if rule != nil {
+		k = rule(op, key)
+	}
+	if k == ddblocal.FaultNone && before != nil {
+		before(op, key)
+	}
+	return k
+}
+
+func lost() error {
+	return &smithy.GenericAPIError{Code: "InternalServerError", Message: "storetest: answer lost after commit"}
+}
+
+func (f *faultyDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	switch f.decide("PutItem", in.Item) {
+	case ddblocal.FaultFailBefore:
+		return nil, errCrashed
+	case ddblocal.FaultFailAfter:
+		if _, err := f.DynamoDB.PutItem(ctx, in, o...); err != nil {
+			return nil, err
+		}
+		return nil, lost()
+	}
+	return f.DynamoDB.PutItem(ctx, in, o...)
+}
+
+func (f *faultyDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if f.decide("GetItem", in.Key) != ddblocal.FaultNone {
+		return nil, errCrashed
+	}
+	return f.DynamoDB.GetItem(ctx, in, o...)
+}
+
+func (f *faultyDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if f.decide("UpdateItem", in.Key) != ddblocal.FaultNone {
+		return nil, errCrashed
+	}
+	return f.DynamoDB.UpdateItem(ctx, in, o...)
+}
+
+// isRecord and isAction tell the rows of a keyed enqueue apart.
+func isRecord(key map[string]types.AttributeValue) bool { return str(key, "sk") == "K" }
+func isAction(key map[string]types.AttributeValue) bool {
+	return strings.HasPrefix(str(key, "sk"), "A#")
+}
+
+func str(it map[string]types.AttributeValue, name string) string {
+	if v, ok := it[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// rawRecord reads an idempotency record as stored (table layout: ADR 0001,
+// 0002, 0007), nil when there is none.
+func rawRecord(ctx context.Context, db outbox.DynamoDB, table, ws, ikey string) (map[string]types.AttributeValue, error) {
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "K#" + ws + "#" + ikey},
+		"sk": &types.AttributeValueMemberS{Value: "K"},
+	}, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
