@@ -135,13 +135,25 @@ func (e *Engine) enqueueKeyedFirst(ctx context.Context, pr *prepared) (map[int]A
 	}
 	// From here the enqueue is decided: a retry with the key finishes it.
 	got, err := e.materialize(ctx, a)
+	// An erased or abandoned enqueue is an error, not ErrNotFound: the
+	// request did not take effect (as if it had failed), and a retry makes
+	// a new action.
 	switch {
 	case errors.Is(err, errSealed):
-		return nil, fmt.Errorf("error enqueueing %s: erased or abandoned while it was written: %w", a.ID, ErrNotFound)
+		return nil, fmt.Errorf("error enqueueing %s: erased or abandoned while it was written", a.ID)
 	case err != nil:
+		// The action's put failed for good (or its answer is unknown): give
+		// the enqueue up now rather than leave the record with its payload
+		// for a retry or an erasure to find. Sealing the slot either finds
+		// the action there (it was written after all) or makes sure it
+		// never will be. When this fails too (the process is going down,
+		// DynamoDB is out), the record stays for a retry to finish.
+		if got, aerr := e.abandon(ctx, a); aerr == nil && got != nil {
+			return nil, nil
+		}
 		return nil, err
 	case got == nil:
-		return nil, fmt.Errorf("error enqueueing %s: not written within %s, abandoned: %w", a.ID, FinishWindow, ErrNotFound)
+		return nil, fmt.Errorf("error enqueueing %s: not written within %s, abandoned", a.ID, FinishWindow)
 	}
 	return nil, nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // faultyDB injects the faults of ddblocal's fault plans into single-item
-// writes picked by a rule, on any backend (the embedded DynamoDB, over HTTP,
+// writes picked by a rule (it sees the key, or a PutItem's whole item), on any backend (the embedded DynamoDB, over HTTP,
 // a real endpoint): FaultFailBefore fails the call before it reaches the
 // backend, as when the engine's process dies (the error is neither
 // retryable nor ambiguous: the engine gives up); FaultFailAfter sends the
@@ -78,10 +78,20 @@ func (f *faultyDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return f.DynamoDB.UpdateItem(ctx, in, o...)
 }
 
-// isRecord and isAction tell the rows of a keyed enqueue apart.
+func (f *faultyDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if f.decide("DeleteItem", in.Key) != ddblocal.FaultNone {
+		return nil, errCrashed
+	}
+	return f.DynamoDB.DeleteItem(ctx, in, o...)
+}
+
+// isRecord and isAction tell the rows of a keyed enqueue apart (for a
+// PutItem the rule sees the whole item: isAction is a put of an action, not
+// of a tombstone sealing its slot).
 func isRecord(key map[string]types.AttributeValue) bool { return str(key, "sk") == "K" }
 func isAction(key map[string]types.AttributeValue) bool {
-	return strings.HasPrefix(str(key, "sk"), "A#")
+	_, kind := key["kind"]
+	return strings.HasPrefix(str(key, "sk"), "A#") && kind
 }
 
 func str(it map[string]types.AttributeValue, name string) string {

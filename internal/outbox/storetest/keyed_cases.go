@@ -28,6 +28,19 @@ func (tb *bundle) faulty(t *testing.T) (*outbox.Engine, *faultyDB) {
 	return e, f
 }
 
+// crashBeforeAction makes the engine's process die when it is about to put
+// an action: that call and every later one fail.
+func (f *faultyDB) crashBeforeAction() {
+	crashed := false
+	f.rule = func(op string, k map[string]types.AttributeValue) ddblocal.FaultKind {
+		if crashed || (op == "PutItem" && isAction(k)) {
+			crashed = true
+			return ddblocal.FaultFailBefore
+		}
+		return ddblocal.FaultNone
+	}
+}
+
 // keyedActions lists the workspace's actions (any state) with the key.
 func (tb *bundle) keyedActions(t *testing.T, ws, ikey string) []outbox.Action {
 	t.Helper()
@@ -114,6 +127,53 @@ var _ = register("KeyedEnqueueCrashBetweenRecordAndActionIsFinishedByARetry", fu
 	}
 })
 
+var _ = register("KeyedEnqueueWhoseActionPutFailsIsGivenUp", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 2 })
+	p := outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", IdempotencyKey: "once", SubjectID: "alice", Payload: Payload(Script{})}
+	e, f := tb.faulty(t)
+	failed := false
+	f.rule = func(op string, k map[string]types.AttributeValue) ddblocal.FaultKind {
+		if op == "PutItem" && isAction(k) && !failed {
+			failed = true
+			return ddblocal.FaultFailBefore
+		}
+		return ddblocal.FaultNone
+	}
+	_, err := e.Enqueue(ctx, p)
+	require.Error(t, err)
+	require.True(t, failed)
+	// The engine lived on: it gave the enqueue up, and nothing of it is
+	// left to finish (no record holding the payload).
+	require.Nil(t, tb.record(t, "ws", "once"))
+	require.Empty(t, tb.keyedActions(t, "ws", "once"))
+	again, err := tb.e.Enqueue(ctx, p)
+	require.NoError(t, err)
+	require.False(t, again.Existing)
+	require.Len(t, tb.keyedActions(t, "ws", "once"), 1)
+
+	// The action's put lands but its answer is lost, and every retry of it
+	// fails: giving up finds the action written and the enqueue succeeds.
+	p.IdempotencyKey = "landed"
+	e2, f2 := tb.faulty(t)
+	puts := 0
+	f2.rule = func(op string, k map[string]types.AttributeValue) ddblocal.FaultKind {
+		if op == "PutItem" && isAction(k) {
+			puts++
+			if puts == 1 {
+				return ddblocal.FaultFailAfter
+			}
+			return ddblocal.FaultFailBefore
+		}
+		return ddblocal.FaultNone
+	}
+	r, err := e2.Enqueue(ctx, p)
+	require.NoError(t, err)
+	require.False(t, r.Existing)
+	got := tb.keyedActions(t, "ws", "landed")
+	require.Len(t, got, 1)
+	require.Equal(t, r.Action.ID, got[0].ID)
+})
+
 var _ = register("KeyedEnqueueDuplicatesMakeOneAction", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 2 })
 	p := outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", IdempotencyKey: "gap", Payload: Payload(Script{})}
@@ -172,12 +232,7 @@ var _ = register("ErasureOfAKeyedEnqueueWhoseActionWasNotWritten", func(ctx cont
 	// The process died between the record and the action; then the
 	// subject is erased: the record (which holds the payload) goes.
 	crashing, f := tb.faulty(t)
-	f.rule = func(op string, k map[string]types.AttributeValue) ddblocal.FaultKind {
-		if op == "PutItem" && isAction(k) {
-			return ddblocal.FaultFailBefore
-		}
-		return ddblocal.FaultNone
-	}
+	f.crashBeforeAction()
 	_, err := crashing.Enqueue(ctx, p)
 	require.Error(t, err)
 	id := str(tb.record(t, "ws", "k1"), "id")
@@ -210,7 +265,7 @@ var _ = register("ErasureOfAKeyedEnqueueWhoseActionWasNotWritten", func(ctx cont
 		}
 	}
 	_, err = slow.Enqueue(ctx, p)
-	require.ErrorIs(t, err, outbox.ErrNotFound, "erased while it was written")
+	require.ErrorContains(t, err, "erased or abandoned while it was written")
 	require.True(t, erased)
 	require.NotEmpty(t, id2)
 	require.Nil(t, tb.record(t, "ws", "k2"))
@@ -234,7 +289,7 @@ var _ = register("ErasureOfAKeyedEnqueueWhoseActionWasNotWritten", func(ctx cont
 		}
 	}
 	_, err = slow.Enqueue(ctx, p)
-	require.ErrorIs(t, err, outbox.ErrNotFound, "erased while it was written")
+	require.ErrorContains(t, err, "erased or abandoned while it was written")
 	require.NotNil(t, finished)
 	require.True(t, finished.Existing)
 	_, err = tb.e.ActionGet(ctx, finished.Action.ID)
@@ -256,12 +311,7 @@ var _ = register("KeyedEnqueueNotFinishedInTimeIsAbandoned", func(ctx context.Co
 	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 2 })
 	p := outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", IdempotencyKey: "late", Payload: Payload(Script{})}
 	crashing, f := tb.faulty(t)
-	f.rule = func(op string, k map[string]types.AttributeValue) ddblocal.FaultKind {
-		if op == "PutItem" && isAction(k) {
-			return ddblocal.FaultFailBefore
-		}
-		return ddblocal.FaultNone
-	}
+	f.crashBeforeAction()
 	_, err := crashing.Enqueue(ctx, p)
 	require.Error(t, err)
 	id := str(tb.record(t, "ws", "late"), "id")
@@ -290,7 +340,7 @@ var _ = register("KeyedEnqueueNotFinishedInTimeIsAbandoned", func(ctx context.Co
 		}
 	}
 	_, err = slow.Enqueue(ctx, p)
-	require.ErrorIs(t, err, outbox.ErrNotFound, "abandoned while it was written")
+	require.ErrorContains(t, err, "erased or abandoned while it was written")
 	require.NotNil(t, retry)
 	require.False(t, retry.Existing)
 	got := tb.keyedActions(t, "ws", "stalled")
