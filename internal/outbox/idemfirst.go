@@ -229,9 +229,9 @@ func (e *Engine) abandon(ctx context.Context, a *Action) (*Action, error) {
 }
 
 // seal puts a tombstone (the shape erasure leaves: CANCELLED, stop reason
-// ERASED, nothing of the action, ended-index keys and TTL so that retention
-// deletes it) into an empty action slot. A refused condition means the slot
-// is not empty.
+// ERASED, nothing of the action, a TTL, and a retention journal entry so
+// that retention deletes it where TTL lags) into an empty action slot. A
+// refused condition means the slot is not empty.
 func (e *Engine) seal(ctx context.Context, p int, seq int64) error {
 	now := e.clk.Now().UTC()
 	expiry := now.Add(e.cfg.Retention)
@@ -240,15 +240,19 @@ func (e *Engine) seal(ctx context.Context, p int, seq int64) error {
 	it[attrStop] = avS(string(StopErased))
 	it[attrEnded] = avMs(now)
 	it[attrTTL] = avN(expiry.Unix())
-	it[attrEndPK] = avS(endPK(p))
-	it[attrEndSK] = avS(timeSK(expiry, seq))
 	err := e.putSettled(ctx, &dynamodb.PutItemInput{
 		TableName: e.table(), Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)"),
 	})
-	if err != nil && !isCondFailed(err) {
+	if isCondFailed(err) {
+		return err
+	}
+	// Journaled like any tombstone (ADR 0010), also when the put's outcome
+	// is unknown: retention skips a listed row that is not ended.
+	e.journalTombstone(ctx, partitionPK(p), actionSK(seq))
+	if err != nil {
 		return fmt.Errorf("error sealing action slot %s: %w", ActionID(p, seq), err)
 	}
-	return err
+	return nil
 }
 
 // eraseIdemRecord erases an idempotency record found through the subject
