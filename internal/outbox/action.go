@@ -89,4 +89,11 @@ type Action struct {
 	// in the same group, so the action is not its lane's tail and its end
 	// need not read the tail (ADR 0005). Set by the drainer only.
 	followed bool
+	// claimFenced: the claim itself set the write fence (WriteStartedAt is
+	// the claim's time): an idempotent-receiver action claimed at the head
+	// of its lane group (ADR 0008). Set by Claim only.
+	claimFenced bool
+	// reclaimed: the claim took the action from EXECUTING (an earlier
+	// claim's lease ran out), so an earlier attempt may have written.
+	reclaimed bool
 }

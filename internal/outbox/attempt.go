@@ -79,17 +79,24 @@ func (e *Engine) fenceWrite(ctx context.Context, a *Action) error {
 // release gives back a claimed action that was not started (a lane member
 // whose head did not end, or the drainer's deadline): the attempt does not
 // count. One whose write fence is set stays EXECUTING with its lease ended,
-// so the next claim reads back first.
+// so the next claim reads back first; but a fence its own claim set (ADR
+// 0008) goes with the release, since the provider was not called.
 func (e *Engine) release(ctx context.Context, a *Action) error {
 	now := e.clk.Now().UTC()
 	var upd string
 	// The row keeps its due index position (it was due when claimed).
 	c := condHeld(a.Epoch, a.Owner).and(cond{names: map[string]string{"#lx": attrLease}})
-	if a.WriteStartedAt.IsZero() {
+	if a.WriteStartedAt.IsZero() || a.claimFenced {
 		upd = "SET #st = :adm, #att = #att - :one REMOVE #lx, #own"
 		c.names["#st"], c.names["#att"] = attrState, attrAttempt
 		c.vals[":adm"], c.vals[":one"] = avS(string(StateADMITTED)), avN(1)
-		c = c.and(cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}})
+		if a.claimFenced {
+			upd += ", #wsa"
+			c = c.and(cond{expr: "#wsa = :mywsa", names: map[string]string{"#wsa": attrWrite},
+				vals: map[string]types.AttributeValue{":mywsa": avMs(a.WriteStartedAt)}})
+		} else {
+			c = c.and(cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}})
+		}
 	} else {
 		upd = "SET #lx = :now REMOVE #own"
 		c.vals[":now"] = avMs(now)
@@ -123,6 +130,8 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 		if a.State != StateEXECUTING || a.Epoch != claimed.Epoch || a.Owner != claimed.Owner {
 			return attemptReport{Outcome: OutcomeAbandoned}, nil
 		}
+		a.claimFenced = claimed.claimFenced && a.WriteStartedAt.Equal(claimed.WriteStartedAt)
+		a.reclaimed = claimed.reclaimed
 	}
 	a.followed = claimed.followed
 	ad, ok := e.reg.Decodes(a.Kind, a.Variant)
@@ -141,7 +150,13 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 		}
 	}
 	e.obs.AttemptStarted(&a)
-	att := &Attempt{Action: a, Number: a.Attempt, MayHaveWritten: !a.WriteStartedAt.IsZero()}
+	mayHaveWritten := !a.WriteStartedAt.IsZero()
+	if a.claimFenced {
+		// The fence is this claim's own: only an earlier claim's attempt
+		// may have written.
+		mayHaveWritten = a.reclaimed
+	}
+	att := &Attempt{Action: a, Number: a.Attempt, MayHaveWritten: mayHaveWritten}
 	rep := attemptReport{Started: true}
 	res, readBack := Result{}, false
 
@@ -171,7 +186,17 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 		}
 	}
 	if res.Outcome == OutcomeNone {
-		if err := e.fenceWrite(ctx, &a); err != nil {
+		callable := true
+		if a.claimFenced {
+			// The claim set the fence (ADR 0008). Its other guard, enough
+			// lease left for the call, is checked on our own clock, with the
+			// skew bound on top: only the holder extends the lease and
+			// nobody claims before it ends. Prepare may have used it up.
+			callable = a.LeaseExpiresAt.Sub(e.clk.Now()) >= e.cfg.WriteMargin+e.cfg.ClockSkew
+			if !callable {
+				e.obs.FenceRefused(&a)
+			}
+		} else if err := e.fenceWrite(ctx, &a); err != nil {
 			if isCondFailed(err) {
 				e.obs.FenceRefused(&a)
 				rep.Outcome = OutcomeAbandoned
@@ -181,14 +206,16 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 		}
 		rep.Fenced = true
 		att.Action.WriteStartedAt = a.WriteStartedAt
-		if budget := e.callBudget(&a); budget > 0 {
+		if budget := e.callBudget(&a); budget > 0 && callable {
 			xctx, cancel := context.WithTimeout(ctx, budget)
 			res = safeCall(spec.Class, true, func() Result { return ad.Execute(xctx, att) })
 			cancel()
 			res = normalizeResult(spec.Class, true, res)
 		} else {
-			// The fence landed with no lease left to call within: nothing
-			// was sent, so the fence goes with a retry.
+			// The fence landed (or, set by the claim, was still there after
+			// Prepare) with no lease left to call within: nothing was sent,
+			// so the fence goes with a retry. It counts, so a Prepare that
+			// always overruns the lease ends the action in the end.
 			res = Result{Outcome: OutcomeRetry, Err: errNoCallBudget}
 		}
 	} else if !readBack {

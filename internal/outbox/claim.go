@@ -286,7 +286,9 @@ func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate, seen
 var endedStates = []State{StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED}
 
 // claimUpdate builds the conditional update that claims one candidate.
-func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDue bool) types.TransactWriteItem {
+// With fence, the claim also sets the write fence (ADR 0008): `wsa` is not
+// projected into the due index, so this costs no index unit.
+func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDue, fence bool) types.TransactWriteItem {
 	a := c.a
 	due := "#nat <= :cnow"
 	if anyDue {
@@ -319,13 +321,17 @@ func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDu
 		},
 	})
 	cd.names["#lx"] = attrLease
+	upd := "SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own"
+	if fence {
+		upd += ", #wsa = :cnow"
+	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: e.table(),
 		Key:       actionKey(a.Partition, a.Seq),
 		// The due index keeps the row at its position (ADR 0002): a claim
 		// changes projected attributes only, one index write instead of a
 		// key change's two.
-		UpdateExpression:          aws.String("SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own"),
+		UpdateExpression:          aws.String(upd),
 		ConditionExpression:       aws.String(cd.expr),
 		ExpressionAttributeNames:  cd.names,
 		ExpressionAttributeValues: cd.vals,
@@ -469,7 +475,7 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 			for mi, c := range g {
 				at[len(items)] = pos{gi, mi}
 				// Run now takes an admitted action whatever its due time.
-				items = append(items, e.claimUpdate(c, cp.Owner, now, lx, cp.OnlyID != ""))
+				items = append(items, e.claimUpdate(c, cp.Owner, now, lx, cp.OnlyID != "", claimFences(c, mi)))
 			}
 		}
 		tok := e.token()
@@ -480,6 +486,7 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 				for i, c := range g {
 					a := c.a
 					a.State, a.Epoch, a.Attempt, a.LeaseExpiresAt, a.Owner = StateEXECUTING, a.Epoch+1, a.Attempt+1, lx, cp.Owner
+					markClaimFence(&a, c, i, now)
 					run[i] = a
 				}
 				res.Groups = append(res.Groups, run)
@@ -490,7 +497,7 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		reasons, ok := cancelReasons(err)
 		if !ok {
 			if isAmbiguous(err) {
-				return e.claimReadBack(ctx, groups, cp.Owner, res, proposed)
+				return e.claimReadBack(ctx, groups, cp.Owner, now, res, proposed)
 			}
 			return nil, fmt.Errorf("error claiming partition %d: %w", p, err)
 		}
@@ -535,10 +542,10 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 // claimReadBack settles an ambiguous claim: the transaction was retried with
 // its token and still has no answer, so read each candidate back and keep
 // those that carry our epoch and owner.
-func (e *Engine) claimReadBack(ctx context.Context, groups [][]candidate, owner string, res *ClaimResult, proposed int) (*ClaimResult, error) {
+func (e *Engine) claimReadBack(ctx context.Context, groups [][]candidate, owner string, now time.Time, res *ClaimResult, proposed int) (*ClaimResult, error) {
 	for _, g := range groups {
 		var run []Action
-		for _, c := range g {
+		for i, c := range g {
 			it, err := e.getActionItem(ctx, c.a.ID)
 			if errors.Is(err, ErrNotFound) {
 				break
@@ -551,6 +558,7 @@ func (e *Engine) claimReadBack(ctx context.Context, groups [][]candidate, owner 
 				break
 			}
 			a.Payload = nil
+			markClaimFence(&a, c, i, now)
 			run = append(run, a)
 		}
 		if len(run) > 0 {
@@ -560,4 +568,27 @@ func (e *Engine) claimReadBack(ctx context.Context, groups [][]candidate, owner 
 	}
 	res.Short = res.Claimed < proposed
 	return res, nil
+}
+
+// claimFences reports whether the claim of the mi-th member of a lane group
+// sets the write fence itself (ADR 0008): an idempotent receiver at the head
+// of its group, where the claim's transaction proves (with the predecessor
+// check) that every earlier member of its lane has ended, so the action may
+// be sent from its claim on. A member behind a head waits for the head to
+// end and keeps its own fence write: a fence set at its claim would tell the
+// reaper it started in lane order when it may not have.
+func claimFences(c candidate, mi int) bool {
+	return mi == 0 && c.class == IdempotentReceiver
+}
+
+// markClaimFence records on a claimed action what its claim wrote: the
+// fence at the claim's time (as the table stores it, in milliseconds) for a
+// claim-fenced head, and whether an earlier claim's attempt may have
+// written (the action was taken from EXECUTING).
+func markClaimFence(a *Action, c candidate, mi int, now time.Time) {
+	a.reclaimed = c.a.State == StateEXECUTING
+	if claimFences(c, mi) {
+		a.claimFenced = true
+		a.WriteStartedAt = time.UnixMilli(now.UnixMilli()).UTC()
+	}
 }

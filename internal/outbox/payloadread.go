@@ -108,11 +108,15 @@ func (e *Engine) batchRead(ctx context.Context, p int, seqs []int64, out map[int
 // usableClaimedRow reports whether an eventually consistent read of a
 // claimed row can stand in for the consistent one: it shows the row as the
 // claim left it, or as it was just before (ADMITTED at the epoch below),
-// with no write fence either way, so the attempt neither reads back nor
+// with no write fence either way (or, for a claim-fenced action, only the
+// fence its own claim set: ADR 0008), so the attempt neither reads back nor
 // misses an earlier write. Anything else (a reclaim, a row that moved on,
 // an erased or ended row) is read again consistently.
 func usableClaimedRow(it map[string]types.AttributeValue, claimed *Action, now time.Time) (Action, bool) {
-	if it == nil || has(it, attrWrite) || !has(it, attrKind) || !has(it, attrPayload) {
+	if it == nil || !has(it, attrKind) || !has(it, attrPayload) {
+		return Action{}, false
+	}
+	if has(it, attrWrite) && !(claimed.claimFenced && getMs(it, attrWrite).Equal(claimed.WriteStartedAt)) {
 		return Action{}, false
 	}
 	if has(it, attrTTL) && getN(it, attrTTL) < now.Unix() {
@@ -129,5 +133,6 @@ func usableClaimedRow(it map[string]types.AttributeValue, claimed *Action, now t
 		return Action{}, false
 	}
 	a.State, a.Epoch, a.Attempt, a.Owner, a.LeaseExpiresAt = StateEXECUTING, claimed.Epoch, claimed.Attempt, claimed.Owner, claimed.LeaseExpiresAt
+	a.WriteStartedAt, a.claimFenced, a.reclaimed = claimed.WriteStartedAt, claimed.claimFenced, claimed.reclaimed
 	return a, true
 }

@@ -18,6 +18,12 @@ func (w *world) readFeed(p *proc) {
 	}
 }
 
+// change is the feed position of the change being observed (it orders a
+// claim and an erasure of the same row).
+func (w *world) change() uint64 {
+	return w.feedSeq
+}
+
 func (w *world) observe(p *proc, c ddblocal.Change) {
 	pk, sk := str(c.Keys, "pk"), str(c.Keys, "sk")
 	if sk == "FENCE" {
@@ -158,6 +164,12 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 				p.name, id, p.fenceV, part, fs.cv, fs.owner)
 			return
 		}
+		if r.claims == nil {
+			r.claims = map[int64]claimRec{}
+		}
+		// A claim that wrote the fence (ADR 0008) changed wsa; a reclaim of
+		// another kind keeps whatever fence the row had.
+		r.claims[nep] = claimRec{owner: p.owner, fenced: has(nw, "wsa") && !reflect.DeepEqual(old["wsa"], nw["wsa"]), at: w.change()}
 		if r.tok != nil {
 			for _, c := range r.tok.accepted {
 				if c.p.pending[c] && c.flagged == "" {
@@ -240,7 +252,7 @@ func (w *world) onRemove(p *proc, id string, old ddblocal.Item, byTTL bool) {
 }
 
 func (w *world) markGone(r *row, why string) {
-	r.gone = why
+	r.gone, r.goneAt = why, w.change()
 	if r.tok != nil {
 		for _, c := range r.tok.accepted {
 			if c.id == r.id && c.flagged == "" {

@@ -206,11 +206,37 @@ func (w *world) accept(t *token, rec *callRec, class outbox.DeliveryClass, id st
 // this holder, the lane's earlier actions ended, no other action of the lane
 // (nor this one) is in a provider call, and an at-most-once action was never
 // sent before.
+//
+// The fence is the row's state at the call: EXECUTING under this holder's
+// epoch with its fence set. An idempotent receiver claimed at the head of
+// its lane group has its fence set by the claim (ADR 0008): it is in flight
+// from that claim on, so an erasure after the claim cannot recall its call.
+// For it, and only for it, an erased row passes when the claim of this
+// epoch, by this holder, set the fence and committed before the erasure.
 func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
 	id := att.Action.ID
 	r := w.rows[id]
-	if r == nil || r.gone != "" {
+	if r == nil {
 		w.violate("fencing", []string{id}, "provider call for %s, which is not in the table", id)
+		return
+	}
+	if r.gone != "" {
+		cl, claimed := r.claims[att.Action.Epoch]
+		switch {
+		case w.spec(t.kind) != outbox.IdempotentReceiver || r.gone != "erased":
+			w.violate("fencing", []string{id}, "provider call for %s, which is not in the table (%s)", id, r.gone)
+		case !claimed || cl.owner != p.owner:
+			w.violate("fencing", []string{id}, "provider call for erased %s by %s (epoch %d) with no claim of that epoch by it", id, p.name, att.Action.Epoch)
+		case !cl.fenced:
+			w.violate("fencing", []string{id}, "provider call for erased %s by %s (epoch %d): its claim did not set the fence, so its own fence must have failed", id, p.name, att.Action.Epoch)
+		case cl.at >= r.goneAt:
+			w.violate("fencing", []string{id}, "provider call for %s by %s (epoch %d), erased before that claim committed", id, p.name, att.Action.Epoch)
+		default:
+			w.res.Faults["x.erased_after_claim_call"]++
+			w.tracef(p, "call for %s erased after its claim (ADR 0008: in flight from the claim)", id)
+			w.checkLaneAtCall(p, t, id)
+			return
+		}
 		return
 	}
 	it := r.item
@@ -218,6 +244,19 @@ func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
 		w.violate("fencing", []string{id}, "provider call for %s by %s (epoch %d) without a passed fence: row is %s", id, p.name, att.Action.Epoch, rowState(it))
 		return
 	}
+	if w.checkLaneAtCall(p, t, id) {
+		return
+	}
+	if w.spec(t.kind) == outbox.AtMostOnce {
+		if t.acceptedOf(id) > 0 || t.maybeSent[id] {
+			w.violate("at-most-once", t.ids, "at-most-once action %s (%s) sent again after a call that may have delivered", id, t.name)
+		}
+	}
+}
+
+// checkLaneAtCall judges a provider call against its lane and the calls in
+// flight, and reports whether it found a violation.
+func (w *world) checkLaneAtCall(p *proc, t *token, id string) bool {
 	now := w.clk.Now()
 	if t.lane != "" {
 		k := t.ws + "/" + t.lane
@@ -228,7 +267,7 @@ func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
 			}
 			if er := w.rows[e]; er != nil && er.gone == "" && !state(er.item).Ended() {
 				w.violate("lanes", w.lanes[k], "%s of lane %s started while the earlier %s is %s", id, k, e, state(er.item))
-				return
+				return true
 			}
 		}
 	}
@@ -238,11 +277,11 @@ func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
 		}
 		if c.id == id {
 			w.violate("fencing", []string{id}, "%s in two provider calls at once (%s and %s)", id, c.p.name, p.name)
-			return
+			return true
 		}
 		if t.lane != "" && c.tok.lane == t.lane && c.tok.ws == t.ws {
 			w.violate("lanes", []string{c.id, id}, "%s and %s of lane %s/%s in provider calls at once", c.id, id, t.ws, t.lane)
-			return
+			return true
 		}
 	}
 	kept := w.calls[:0]
@@ -252,11 +291,7 @@ func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
 		}
 	}
 	w.calls = kept
-	if w.spec(t.kind) == outbox.AtMostOnce {
-		if t.acceptedOf(id) > 0 || t.maybeSent[id] {
-			w.violate("at-most-once", t.ids, "at-most-once action %s (%s) sent again after a call that may have delivered", id, t.name)
-		}
-	}
+	return false
 }
 
 func (w *world) spec(kind string) outbox.DeliveryClass {

@@ -206,15 +206,27 @@ type token struct {
 
 // row is the shadow of one action row, kept from the change feed.
 type row struct {
-	id    string
-	item  ddblocal.Item
-	tok   *token
-	gone  string // why it went ("" while it exists)
-	hist  []string
-	ended int
+	id     string
+	item   ddblocal.Item
+	tok    *token
+	gone   string // why it went ("" while it exists)
+	goneAt uint64 // the change that made it go
+	hist   []string
+	ended  int
 	// endedBy is the process whose write ended the row: it must journal
 	// the ending for retention (ADR 0010) unless it died first.
 	endedBy *proc
+	// claims are the committed claims of the row by epoch: for a
+	// claim-fenced kind (ADR 0008) the claim is the reference point of the
+	// fencing check.
+	claims map[int64]claimRec
+}
+
+// claimRec is one committed claim of an action.
+type claimRec struct {
+	owner  string
+	fenced bool   // the claim itself set the write fence
+	at     uint64 // the change that committed it
 }
 
 // callRec is one provider call.

@@ -183,9 +183,12 @@ var _ = register("AtMostOnceWhoseWriteStartedIsNeverClaimedAgain", func(ctx cont
 	require.Equal(t, 1, tb.rec.ReadBacks(b.ID))
 })
 
+// A kind whose fence is its own write (read-back here; at-most-once below):
+// an erasure before the fence stops the call. Idempotent receivers are
+// fenced by their claim instead (ADR 0008, claimfence_cases.go).
 var _ = register("ErasureDuringAttemptMakesFenceRefuse", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
-	a := tb.enqueue(t, outbox.EnqueueParams{SubjectID: "alice", IdempotencyKey: "k1", Payload: Payload(Script{Prepare: "hook"})})
+	a := tb.enqueue(t, outbox.EnqueueParams{Kind: KindRB, SubjectID: "alice", IdempotencyKey: "k1", Payload: Payload(Script{Prepare: "hook"})})
 	keep := tb.enqueue(t, outbox.EnqueueParams{SubjectID: "bob"})
 	tb.rec.PrepareHook = func(att *outbox.Attempt) {
 		n, err := tb.settled().EraseSubject(ctx, "ws", "alice")
@@ -263,7 +266,9 @@ func (o eraseOnStart) AttemptStarted(*outbox.Action) { o.erase() }
 
 var _ = register("ErasureAfterClaimStopsTheProviderCall", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
-	a := tb.enqueue(t, outbox.EnqueueParams{Kind: KindPlain, SubjectID: "alice"})
+	// At-most-once: fenced by its own write (an idempotent receiver is not:
+	// ErasureAfterClaimOfIdempotentCallsAtMostOnce).
+	a := tb.enqueue(t, outbox.EnqueueParams{Kind: KindAMO, SubjectID: "alice"})
 	erased := 0
 	e, err := outbox.New(tb.b.DB, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg,
 		outbox.WithObserver(eraseOnStart{erase: func() {
