@@ -22,6 +22,10 @@ type DrainParams struct {
 	// (one after another). Each has its own claim fence, so they never
 	// meet; each runs up to Concurrency lane groups.
 	Partitions int
+
+	// fenceUntil is when the drainer's lease on the partition's claim
+	// fence ends (set by DrainPartition).
+	fenceUntil time.Time
 }
 
 // DrainResult counts what a drain did.
@@ -63,6 +67,25 @@ func (e *Engine) nearDeadline(p DrainParams) bool {
 	return !p.Deadline.IsZero() && e.clk.Now().Add(e.cfg.WriteMargin).After(p.Deadline)
 }
 
+// nearFenceEnd reports whether the drainer's lease on the partition's claim
+// fence could end during a provider call started now (the call ends inside
+// the write margin less the skew bound). A claim-fenced head (ADR 0008) is
+// not called then: while that lease runs nobody else claims in the
+// partition, so no lane successor of the head, which an erasure of the head
+// would free, can start before the head's call has ended.
+func (e *Engine) nearFenceEnd(p DrainParams) bool {
+	return !p.fenceUntil.IsZero() && e.clk.Now().Add(e.cfg.WriteMargin+e.cfg.ClockSkew).After(p.fenceUntil)
+}
+
+// fenceLease is how long a drainer takes a partition's claim fence for.
+func (e *Engine) fenceLease(p DrainParams) time.Time {
+	until := e.clk.Now().Add(e.cfg.Lease)
+	if !p.Deadline.IsZero() && p.Deadline.Before(until) {
+		until = p.Deadline
+	}
+	return until
+}
+
 // DrainPartition takes a partition's claim fence, then claims and runs
 // batches until nothing is due or the deadline nears, and releases the
 // fence. A fence held by another drainer is not an error: the result counts
@@ -73,13 +96,11 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 	}
 	p = e.drainDefaults(p)
 	res := &DrainResult{}
-	if e.nearDeadline(p) {
+	until := e.fenceLease(p)
+	p.fenceUntil = until
+	if e.nearDeadline(p) || e.nearFenceEnd(p) {
 		res.More = true
 		return res, nil
-	}
-	until := e.clk.Now().Add(e.cfg.Lease)
-	if !p.Deadline.IsZero() && p.Deadline.Before(until) {
-		until = p.Deadline
 	}
 	v, err := e.FenceTake(ctx, partition, p.Owner, until)
 	if errors.Is(err, ErrFenceRefused) {
@@ -94,7 +115,23 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 		_ = e.FenceRelease(context.WithoutCancel(ctx), partition, p.Owner, v)
 	}()
 	for batch := 0; batch < maxBatchesPerDrain; batch++ {
-		if e.nearDeadline(p) {
+		if !e.nearDeadline(p) && e.nearFenceEnd(p) {
+			// A long drain: take the fence again (a new version, a longer
+			// lease) before claiming, so that claim-fenced heads can still
+			// be called (nearFenceEnd).
+			if until = e.fenceLease(p); until.After(p.fenceUntil) {
+				nv, err := e.FenceTake(ctx, partition, p.Owner, until)
+				if errors.Is(err, ErrFenceRefused) {
+					res.FenceRefusals++
+					break
+				}
+				if err != nil {
+					return res, err
+				}
+				v, p.fenceUntil = nv, until
+			}
+		}
+		if e.nearDeadline(p) || e.nearFenceEnd(p) {
 			res.More = true
 			break
 		}
@@ -162,7 +199,7 @@ func (e *Engine) runGroups(ctx context.Context, groups [][]Action, rows map[int6
 
 func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[string]types.AttributeValue, p DrainParams, res *DrainResult) error {
 	for i := 0; i < len(g); i++ {
-		if ctx.Err() != nil || e.nearDeadline(p) {
+		if ctx.Err() != nil || e.nearDeadline(p) || (g[i].claimFenced && e.nearFenceEnd(p)) {
 			return e.releaseRest(ctx, g[i:], res)
 		}
 		// The members waiting behind this one keep valid leases: renew those

@@ -293,3 +293,28 @@ var _ = register("ReaperEndsExhaustedClaimFencedAsUncertain", func(ctx context.C
 	require.Equal(t, []bool{true}, mayHaveWritten, "the earlier claim may have sent it")
 	require.Zero(t, tb.rec.Execs(last.ID))
 })
+
+var _ = register("ClaimFencedHeadIsNotCalledNearTheEndOfTheClaimFence", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	slow := Payload(Script{Prepare: "hook"})
+	a1 := tb.enqueue(t, outbox.EnqueueParams{Kind: KindIdem, Payload: slow})
+	a2 := tb.enqueue(t, outbox.EnqueueParams{Kind: KindPlain})
+	b1 := tb.enqueue(t, outbox.EnqueueParams{Kind: KindIdem, Payload: slow})
+	b2 := tb.enqueue(t, outbox.EnqueueParams{Kind: KindPlain})
+	tb.rec.PrepareHook = func(*outbox.Attempt) { tb.b.Clock.Advance(2 * time.Minute) }
+	// Batch 1 (a1, a2) at t0 under the fence taken at t0 until t0+Lease;
+	// batch 2 (b1, b2) at t0+2m. When b2's turn comes (t0+4m) its own lease
+	// has 3m left, but the drainer's claim fence could end during its call:
+	// b2 is released, and claimed again after the drainer took the fence
+	// again for a longer lease.
+	r, err := tb.settled().DrainPartition(ctx, 0, outbox.DrainParams{BatchSize: 2, Concurrency: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, r.Released)
+	require.Zero(t, r.FenceRefusals)
+	for _, a := range []outbox.Action{a1, a2, b1, b2} {
+		got := tb.get(t, a.ID)
+		require.Equal(t, outbox.StateDONE, got.State, a.ID)
+		require.Equal(t, 1, got.Attempt, "%s: the release did not count", a.ID)
+		require.Equal(t, 1, tb.rec.Execs(a.ID), a.ID)
+	}
+})
