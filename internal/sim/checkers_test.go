@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/outbox"
 )
 
 // TestCheckersCatchBrokenEngines runs the simulator against deliberately
@@ -49,6 +51,47 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 				}
 			}
 			t.Fatalf("no seed made %v fail; other violations: %v", tc.check, seen)
+		})
+	}
+}
+
+// TestFencingCheckOfClaimFencedCalls pins how the fencing checker judges a
+// provider call for an erased row (ADR 0008): it passes only for an
+// idempotent receiver whose claim of that epoch, by the caller, set the
+// fence and committed before the erasure.
+func TestFencingCheckOfClaimFencedCalls(t *testing.T) {
+	t.Parallel()
+	claim := claimRec{owner: "d1", fenced: true, at: 5}
+	cases := []struct {
+		name   string
+		kind   string
+		claims map[int64]claimRec
+		gone   string
+		ok     bool
+	}{
+		{"ErasedAfterItsClaim", kindIdem, map[int64]claimRec{3: claim}, "erased", true},
+		{"ErasedBeforeItsClaim", kindIdem, map[int64]claimRec{3: {owner: "d1", fenced: true, at: 12}}, "erased", false},
+		{"ClaimDidNotFence", kindIdem, map[int64]claimRec{3: {owner: "d1", at: 5}}, "erased", false},
+		{"NoClaimOfThatEpoch", kindIdem, map[int64]claimRec{2: claim}, "erased", false},
+		{"ClaimOfAnotherHolder", kindIdem, map[int64]claimRec{3: {owner: "d2", fenced: true, at: 5}}, "erased", false},
+		{"ReadBackKind", kindRB, map[int64]claimRec{3: claim}, "erased", false},
+		{"AtMostOnceKind", kindAMO, map[int64]claimRec{3: claim}, "erased", false},
+		{"DeletedByRetention", kindIdem, map[int64]claimRec{3: claim}, "deleted by retention", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(Options{Seed: 1, Steps: 1})
+			tok := &token{name: "t1", kind: tc.kind, maybeSent: map[string]bool{}}
+			w.rows["0-1"] = &row{id: "0-1", tok: tok, gone: tc.gone, goneAt: 10, claims: tc.claims}
+			p := &proc{name: "d1@new1", kind: "drainer", owner: "d1", pending: map[*callRec]bool{}}
+			w.checkCallStart(p, tok, &outbox.Attempt{Action: outbox.Action{ID: "0-1", Epoch: 3}})
+			if tc.ok {
+				require.Empty(t, w.res.Violations)
+				return
+			}
+			require.Len(t, w.res.Violations, 1)
+			require.Equal(t, "fencing", w.res.Violations[0].Check)
 		})
 	}
 }
