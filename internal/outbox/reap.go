@@ -31,8 +31,11 @@ type PartitionGauges struct {
 // started (UNCERTAIN, LEASE_LOST_AFTER_WRITE), actions out of attempts
 // (FAILED, or UNCERTAIN when their write may have happened;
 // ATTEMPTS_EXHAUSTED), and unstarted actions past expires_at (CANCELLED,
-// EXPIRED). It reads the due index, so its cost grows with the backlog, not
-// the history.
+// EXPIRED). An idempotent receiver fenced by its claim (ADR 0008) counts as
+// started from its claim: with attempts left it is left for a reclaim (a
+// resend is harmless), out of attempts it ends UNCERTAIN, never FAILED, as it
+// may have been sent. It reads the due index, so its cost grows with the
+// backlog, not the history.
 func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
 	res := &ReapResult{}
 	for p := 0; p < e.cfg.Partitions; p++ {
@@ -129,6 +132,8 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 			to, reason = StateUNCERTAIN, StopLeaseLostAfterWrite
 			c = condState(a.State, a.Epoch).and(leaseOver).and(wrote)
 		case a.Attempt >= a.MaxAttempts && !a.WriteStartedAt.IsZero():
+			// Its fence is set, by its own write or (an idempotent
+			// receiver, ADR 0008) by its claim: it may have been sent.
 			to, reason = StateUNCERTAIN, StopAttemptsExhausted
 			c = condState(a.State, a.Epoch).and(leaseOver).and(wrote).and(exhausted)
 		case a.Attempt >= a.MaxAttempts:

@@ -262,9 +262,20 @@ func (e *Engine) shrinkJournal(ctx context.Context, j journalItem, done []int64)
 }
 
 // EraseSubject deletes every action (in any state) and idempotency record of
-// a subject in a workspace, and returns how many actions it deleted. A
-// pending action is then never carried out (its fence and every later
-// write find nothing); a write that already passed its fence is not undone.
+// a subject in a workspace, and returns how many actions it deleted.
+//
+// What an erasure stops depends on where the action's write fence is (ADR
+// 0008). An action not yet claimed is never carried out: a claim's
+// condition fails on a deleted or tombstoned row. An action of a read-back
+// or at-most-once kind, and a lane member claimed behind its group's head,
+// has its own fence write just before the provider call: erased before that
+// write, it is never carried out. An idempotent-receiver action claimed at
+// the head of its lane group has its fence set by the claim itself: it is
+// in flight from its claim on, and an erasure after the claim cannot recall
+// its one provider call, exactly as no erasure recalls a call already under
+// way for any kind. In every case the row stays erased: every later write of
+// the attempt is conditioned on the claim and finds nothing to change, and
+// nothing is sent again.
 func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string) (int, error) {
 	if subjectID == "" {
 		return 0, &ValidationError{Field: "subject_id", Message: "subject_id is required"}
