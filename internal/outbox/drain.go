@@ -68,13 +68,15 @@ func (e *Engine) nearDeadline(p DrainParams) bool {
 }
 
 // nearFenceEnd reports whether the drainer's lease on the partition's claim
-// fence could end during a provider call started now (the call ends inside
-// the write margin less the skew bound). A claim-fenced head (ADR 0008) is
-// not called then: while that lease runs nobody else claims in the
+// fence could end, on another drainer's clock, during a provider call
+// started now: the call ends within the write margin less the skew bound,
+// and another clock may run ahead by that bound. A claim-fenced head (ADR
+// 0008) is not called then: while that lease runs nobody else claims in the
 // partition, so no lane successor of the head, which an erasure of the head
-// would free, can start before the head's call has ended.
+// would free, can start before the head's call has ended. When the fence's
+// lease ends at the drain's deadline this is nearDeadline.
 func (e *Engine) nearFenceEnd(p DrainParams) bool {
-	return !p.fenceUntil.IsZero() && e.clk.Now().Add(e.cfg.WriteMargin+e.cfg.ClockSkew).After(p.fenceUntil)
+	return !p.fenceUntil.IsZero() && e.clk.Now().Add(e.cfg.WriteMargin).After(p.fenceUntil)
 }
 
 // fenceLease is how long a drainer takes a partition's claim fence for.

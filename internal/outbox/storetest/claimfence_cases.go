@@ -301,12 +301,14 @@ var _ = register("ClaimFencedHeadIsNotCalledNearTheEndOfTheClaimFence", func(ctx
 	a2 := tb.enqueue(t, outbox.EnqueueParams{Kind: KindPlain})
 	b1 := tb.enqueue(t, outbox.EnqueueParams{Kind: KindIdem, Payload: slow})
 	b2 := tb.enqueue(t, outbox.EnqueueParams{Kind: KindPlain})
-	tb.rec.PrepareHook = func(*outbox.Attempt) { tb.b.Clock.Advance(2 * time.Minute) }
-	// Batch 1 (a1, a2) at t0 under the fence taken at t0 until t0+Lease;
-	// batch 2 (b1, b2) at t0+2m. When b2's turn comes (t0+4m) its own lease
-	// has 3m left, but the drainer's claim fence could end during its call:
-	// b2 is released, and claimed again after the drainer took the fence
-	// again for a longer lease.
+	step := 2*time.Minute + 5*time.Second
+	tb.rec.PrepareHook = func(*outbox.Attempt) { tb.b.Clock.Advance(step) }
+	// Batch 1 (a1, a2) at t0 under the fence taken at t0 until t0+Lease
+	// (5m); batch 2 (b1, b2) at t0+2m5s. When b2's turn comes (t0+4m10s)
+	// its own lease has almost 3m left, but the drainer's claim fence could
+	// end during its call (less than the write margin left): b2 is released,
+	// and claimed again after the drainer took the fence again for a longer
+	// lease.
 	r, err := tb.settled().DrainPartition(ctx, 0, outbox.DrainParams{BatchSize: 2, Concurrency: 1})
 	require.NoError(t, err)
 	require.Equal(t, 1, r.Released)
