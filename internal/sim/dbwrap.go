@@ -28,6 +28,15 @@ func (d *simDB) enter(ctx context.Context, op, what string) (*proc, error) {
 	if p.killed {
 		return p, errKilled
 	}
+	if p.dieAfter > 0 {
+		if p.calls >= p.dieAfter {
+			p.killed = true
+			d.w.res.Faults["enqueue.kill"]++
+			d.w.tracef(p, "KILL before %s %s", op, what)
+			return p, errKilled
+		}
+		p.calls++
+	}
 	p.yield(op + " " + what)
 	if p.killed {
 		return p, errKilled

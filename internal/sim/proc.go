@@ -28,6 +28,9 @@ type proc struct {
 	yielded   chan string
 	killed    bool
 	done      bool
+	// dieAfter > 0: the process is killed before its call number
+	// dieAfter+1 (Options.KillEnqueues); calls counts them.
+	dieAfter, calls int
 	// journalLost: a retention journal write of this process failed (its
 	// endings are left to TTL alone, ADR 0010).
 	journalLost bool

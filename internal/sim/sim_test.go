@@ -38,3 +38,23 @@ func TestSameSeedSameTrace(t *testing.T) {
 	}
 	require.False(t, bytes.Equal(Run(Options{Seed: 4, Steps: 100}).Trace, Run(Options{Seed: 5, Steps: 100}).Trace))
 }
+
+// TestKilledEnqueues runs seeds whose enqueue processes die between their
+// calls: keyed enqueues that wrote their idempotency record but not their
+// action (ADR 0007) are finished by resends, and every invariant holds.
+func TestKilledEnqueues(t *testing.T) {
+	t.Parallel()
+	kills, finished := 0, 0
+	for seed := uint64(1); seed <= 60; seed++ {
+		r := Run(Options{Seed: seed, Steps: 500, KillEnqueues: true})
+		if r.Failed() {
+			os.Stdout.Write(r.Trace)
+			t.Fatalf("seed %d (KillEnqueues): %v", seed, r.Violations)
+		}
+		kills += r.Faults["enqueue.kill"]
+		finished += r.Faults["x.idem_finished"]
+	}
+	require.Positive(t, kills)
+	require.Positive(t, finished, "no resend finished a killed keyed enqueue")
+	t.Logf("enqueues killed %d, finished by a resend %d", kills, finished)
+}

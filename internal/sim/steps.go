@@ -238,6 +238,9 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 		w.res.Faults["build.old_enqueue"]++
 	}
 	p := w.newProc("enqueue", h)
+	if w.opt.KillEnqueues && w.krng.IntN(4) == 0 {
+		p.dieAfter = 1 + w.krng.IntN(3)
+	}
 	res, err := h.eng.Enqueue(p.ctx(), ep)
 	what := fmt.Sprintf("enqueue %s %s/%s lane=%s/%s subj=%s key=%q propose=%v resend=%v", t.name, t.kind, t.variant, t.ws, t.lane, t.subj, t.ikey, t.propose, resend)
 	if err != nil {
@@ -254,6 +257,12 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 		}
 		if !resend || !known {
 			w.violate("idempotency", append([]string{id}, t.ids...), "enqueue of %s answered existing action %s, which is not its own", t.name, id)
+		}
+		if r := w.rows[id]; r != nil && len(r.hist) > 0 && strings.Contains(r.hist[0], " "+p.name+" ") {
+			// The resend wrote the first request's action from its
+			// idempotency record (ADR 0007): the first one died between
+			// its two puts.
+			w.res.Faults["x.idem_finished"]++
 		}
 		return
 	}

@@ -64,6 +64,12 @@ type Options struct {
 	Seed   uint64
 	Steps  int
 	Broken Broken
+	// KillEnqueues kills enqueue processes between their DynamoDB calls
+	// (a quarter of them, after 1 to 3 calls), from a random source of its
+	// own: off, a seed runs exactly as it always did. With it the crash
+	// between a keyed enqueue's record and its action (ADR 0007) happens,
+	// and resends finish those enqueues.
+	KillEnqueues bool
 }
 
 // Violation is one broken invariant.
@@ -154,6 +160,7 @@ type world struct {
 	opt      Options
 	cfg      outbox.Config
 	rng      *rand.Rand
+	krng     *rand.Rand // Options.KillEnqueues draws
 	clk      *clock.Manual
 	db       *ddblocal.DB
 	wrap     *simDB
@@ -246,6 +253,7 @@ func newWorld(opt Options) *world {
 		opt:    opt,
 		cfg:    simConfig.WithDefaults(),
 		rng:    rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5deece66d)),
+		krng:   rand.New(rand.NewPCG(opt.Seed, 0x6b696c6c)),
 		clk:    clock.NewManual(epoch0),
 		tokens: map[string]*token{},
 		rows:   map[string]*row{},
