@@ -96,4 +96,7 @@ type Action struct {
 	// reclaimed: the claim took the action from EXECUTING (an earlier
 	// claim's lease ran out), so an earlier attempt may have written.
 	reclaimed bool
+	// fenceUntil: when the claimer's lease on the partition's claim fence
+	// ends (zero when unknown). Set by the drainer only.
+	fenceUntil time.Time
 }

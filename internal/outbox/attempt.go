@@ -133,7 +133,7 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 		a.claimFenced = claimed.claimFenced && a.WriteStartedAt.Equal(claimed.WriteStartedAt)
 		a.reclaimed = claimed.reclaimed
 	}
-	a.followed = claimed.followed
+	a.followed, a.fenceUntil = claimed.followed, claimed.fenceUntil
 	ad, ok := e.reg.Decodes(a.Kind, a.Variant)
 	if !ok {
 		return attemptReport{Outcome: OutcomeAbandoned}, e.release(ctx, &a)
@@ -192,9 +192,15 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 			// lease left for the call, is checked on our own clock, with the
 			// skew bound on top: only the holder extends the lease and
 			// nobody claims before it ends. Prepare may have used it up.
-			callable = a.LeaseExpiresAt.Sub(e.clk.Now()) >= e.cfg.WriteMargin+e.cfg.ClockSkew
+			now := e.clk.Now()
+			callable = a.LeaseExpiresAt.Sub(now) >= e.cfg.WriteMargin+e.cfg.ClockSkew
 			if !callable {
 				e.obs.FenceRefused(&a)
+			} else if !a.fenceUntil.IsZero() && now.Add(e.cfg.WriteMargin).After(a.fenceUntil) {
+				// The claimer's lease on the claim fence could end during
+				// the call (see nearFenceEnd): given back, uncounted.
+				rep.Outcome = OutcomeAbandoned
+				return rep, e.release(ctx, &a)
 			}
 		} else if err := e.fenceWrite(ctx, &a); err != nil {
 			if isCondFailed(err) {

@@ -217,6 +217,7 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[st
 		// A member behind this one stays live (run, released or waiting):
 		// this one is not the lane's tail (ADR 0005).
 		g[i].followed = i+1 < len(g)
+		g[i].fenceUntil = p.fenceUntil
 		rep, err := e.runAttempt(ctx, g[i], rows[g[i].Seq])
 		if rep.Started {
 			res.Started++
@@ -326,7 +327,8 @@ func (e *Engine) RunNow(ctx context.Context, id string) (*Action, error) {
 		return nil, &TransitionError{ID: id, From: a.State, To: StateEXECUTING}
 	}
 	p := e.drainDefaults(DrainParams{})
-	v, err := e.FenceTake(ctx, a.Partition, p.Owner, e.clk.Now().Add(e.cfg.Lease))
+	until := e.clk.Now().Add(e.cfg.Lease)
+	v, err := e.FenceTake(ctx, a.Partition, p.Owner, until)
 	if err != nil {
 		if errors.Is(err, ErrFenceRefused) {
 			return a, nil
@@ -339,6 +341,7 @@ func (e *Engine) RunNow(ctx context.Context, id string) (*Action, error) {
 		return nil, err
 	}
 	if cr.Claimed == 1 {
+		cr.Groups[0][0].fenceUntil = until
 		if _, err := e.runAttempt(ctx, cr.Groups[0][0], nil); err != nil {
 			return nil, err
 		}

@@ -302,17 +302,23 @@ var _ = register("ClaimFencedHeadIsNotCalledNearTheEndOfTheClaimFence", func(ctx
 	b1 := tb.enqueue(t, outbox.EnqueueParams{Kind: KindIdem, Payload: slow})
 	b2 := tb.enqueue(t, outbox.EnqueueParams{Kind: KindPlain})
 	step := 2*time.Minute + 5*time.Second
-	tb.rec.PrepareHook = func(*outbox.Attempt) { tb.b.Clock.Advance(step) }
+	prepared := map[string]int{}
+	tb.rec.PrepareHook = func(att *outbox.Attempt) {
+		prepared[att.Action.ID]++
+		tb.b.Clock.Advance(step)
+	}
 	// Batch 1 (a1, a2) at t0 under the fence taken at t0 until t0+Lease
-	// (5m); batch 2 (b1, b2) at t0+2m5s. When b2's turn comes (t0+4m10s)
+	// (5m); batch 2 (b1, b2) at t0+2m5s. When b1's Prepare ends (t0+4m10s)
 	// its own lease has almost 3m left, but the drainer's claim fence could
-	// end during its call (less than the write margin left): b2 is released,
-	// and claimed again after the drainer took the fence again for a longer
+	// end during its call (less than the write margin left): b1 is given
+	// back uncounted, and so is b2 before its attempt starts. Both are
+	// claimed again after the drainer took the fence again for a longer
 	// lease.
 	r, err := tb.settled().DrainPartition(ctx, 0, outbox.DrainParams{BatchSize: 2, Concurrency: 1})
 	require.NoError(t, err)
-	require.Equal(t, 1, r.Released)
+	require.Equal(t, 1, r.Released, "b2, before its attempt (b1 was given back by its attempt)")
 	require.Zero(t, r.FenceRefusals)
+	require.Equal(t, map[string]int{a1.ID: 1, b1.ID: 2}, prepared, "b1 prepared again after it was given back")
 	for _, a := range []outbox.Action{a1, a2, b1, b2} {
 		got := tb.get(t, a.ID)
 		require.Equal(t, outbox.StateDONE, got.State, a.ID)
