@@ -362,6 +362,11 @@ const maxClaimWindow = 512
 // version and each lane group head's predecessor. Candidates refused by
 // their condition (and their lane successors) are dropped and the rest tried
 // again: a short batch, not a failure. A stale fence gives ErrFenceRefused.
+// The claim of an idempotent-receiver action at the head of its group also
+// sets its write fence (ADR 0008): from then on it counts as started (the
+// returned Action's WriteStartedAt is set), and a caller that does not run
+// it should finish it with a Retry (AttemptFinish) rather than let its lease
+// run out.
 func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult, error) {
 	now := e.clk.Now().UTC()
 	lx := now.Add(e.cfg.Lease)
