@@ -71,6 +71,7 @@ func BenchmarkActionCost(b *testing.B) {
 			b.ReportMetric(float64(calls)/n, "calls/action")
 			b.ReportMetric(st.TotalWriteUnits()/n, "WRU/action")
 			b.ReportMetric(st.WriteUnits/n, "baseWRU/action")
+			b.ReportMetric(st.Indexes[IndexDue].WriteUnits/n, "dueWRU/action")
 			b.ReportMetric(st.TotalReadUnits()/n, "RRU/action")
 			if b.N >= 100 {
 				b.Logf("%s per action: %s", tc.name, strings.Join(parts, " "))
