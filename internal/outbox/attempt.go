@@ -17,6 +17,10 @@ type attemptReport struct {
 	Ended   bool // the action reached a terminal state
 	Started bool // the adapter was called (prepare, read-back or execute)
 	Fenced  bool // the write fence passed
+	// Settled: the attempt's own outcome write landed, so the action is
+	// ended, ADMITTED or back in the due index: its entry in the fence's
+	// in-flight map may go (ADR 0009).
+	Settled bool
 }
 
 // safeCall runs an adapter method, turning a panic into an error result.
@@ -80,16 +84,27 @@ func (e *Engine) fenceWrite(ctx context.Context, a *Action) error {
 // whose head did not end, or the drainer's deadline): the attempt does not
 // count. One whose write fence is set stays EXECUTING with its lease ended,
 // so the next claim reads back first; but a fence its own claim set (ADR
-// 0008) goes with the release, since the provider was not called.
-func (e *Engine) release(ctx context.Context, a *Action) error {
+// 0008) goes with the release, since the provider was not called. Either way
+// the row goes back into the due index (ADR 0009). settled reports that the
+// write landed.
+func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err error) {
 	now := e.clk.Now().UTC()
 	var upd string
-	// The row keeps its due index position (it was due when claimed).
-	c := condHeld(a.Epoch, a.Owner).and(cond{names: map[string]string{"#lx": attrLease}})
+	c := condHeld(a.Epoch, a.Owner).and(cond{
+		names: map[string]string{"#lx": attrLease, "#dpk": attrDuePK, "#dsk": attrDueSK},
+		vals:  map[string]types.AttributeValue{":dpk": avS(duePK(a.Partition))},
+	})
 	if a.WriteStartedAt.IsZero() || a.claimFenced {
-		upd = "SET #st = :adm, #att = #att - :one REMOVE #lx, #own"
-		c.names["#st"], c.names["#att"] = attrState, attrAttempt
-		c.vals[":adm"], c.vals[":one"] = avS(string(StateADMITTED)), avN(1)
+		// Back where it was due when claimed (the index's order is the
+		// claims' order, DESIGN.md §5.5).
+		at := a.NextAttemptAt
+		if at.IsZero() {
+			at = now
+		}
+		upd = "SET #st = :adm, #att = #att - :one, #nat = :nat, #dpk = :dpk, #dsk = :dsk REMOVE #lx, #own"
+		c.names["#st"], c.names["#att"], c.names["#nat"] = attrState, attrAttempt, attrNext
+		c.vals[":adm"], c.vals[":one"], c.vals[":nat"] = avS(string(StateADMITTED)), avN(1), avMs(at)
+		c.vals[":dsk"] = avS(timeSK(at, a.Seq))
 		if a.claimFenced {
 			upd += ", #wsa"
 			c = c.and(cond{expr: "#wsa = :mywsa", names: map[string]string{"#wsa": attrWrite},
@@ -98,17 +113,18 @@ func (e *Engine) release(ctx context.Context, a *Action) error {
 			c = c.and(cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}})
 		}
 	} else {
-		upd = "SET #lx = :now REMOVE #own"
-		c.vals[":now"] = avMs(now)
+		// Due at its lease expiry, now.
+		upd = "SET #lx = :now, #dpk = :dpk, #dsk = :dsk REMOVE #own"
+		c.vals[":now"], c.vals[":dsk"] = avMs(now), avS(timeSK(now, a.Seq))
 	}
-	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
 		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
 	})
 	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("error releasing action %s: %w", a.ID, err)
+		return false, fmt.Errorf("error releasing action %s: %w", a.ID, err)
 	}
-	return nil
+	return err == nil, nil
 }
 
 // runAttempt carries out one attempt of a claimed action: read it (payload,
@@ -136,7 +152,8 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 	a.followed, a.fenceUntil = claimed.followed, claimed.fenceUntil
 	ad, ok := e.reg.Decodes(a.Kind, a.Variant)
 	if !ok {
-		return attemptReport{Outcome: OutcomeAbandoned}, e.release(ctx, &a)
+		settled, err := e.release(ctx, &a)
+		return attemptReport{Outcome: OutcomeAbandoned, Settled: settled}, err
 	}
 	spec := ad.Spec()
 	now := e.clk.Now()
@@ -200,7 +217,9 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 				// The claimer's lease on the claim fence could end during
 				// the call (see nearFenceEnd): given back, uncounted.
 				rep.Outcome = OutcomeAbandoned
-				return rep, e.release(ctx, &a)
+				settled, err := e.release(ctx, &a)
+				rep.Settled = settled
+				return rep, err
 			}
 		} else if err := e.fenceWrite(ctx, &a); err != nil {
 			if isCondFailed(err) {
@@ -232,8 +251,9 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 	rep.Outcome = res.Outcome
 	d := decide(res, a.Attempt, a.MaxAttempts, time.Duration(e.backoff(a.Attempt)))
 	// runGroup starts a member only after the one before it ended.
-	ended, _, err := e.applyDecision(ctx, &a, d, res, true)
+	ended, refused, err := e.applyDecision(ctx, &a, d, res, true)
 	rep.Ended = ended
+	rep.Settled = d.Write && !refused && err == nil
 	return rep, err
 }
 
@@ -267,8 +287,11 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 	case StateADMITTED:
 		// A retry moves the row to its next due time in the index, so
 		// claims do not read past rows that wait.
-		upd = "SET #st = :adm, #nat = :at, #dsk = :dsk"
+		// The row goes back into the due index (a claim took it out,
+		// ADR 0009): one index insert.
+		upd = "SET #st = :adm, #nat = :at, #dpk = :dpk, #dsk = :dsk"
 		c.names["#st"], c.names["#nat"], c.names["#wsa"], c.names["#dsk"] = attrState, attrNext, attrWrite, attrDueSK
+		c.names["#dpk"], c.vals[":dpk"] = attrDuePK, avS(duePK(a.Partition))
 		c.vals[":adm"], c.vals[":dsk"] = avS(string(StateADMITTED)), avS(timeSK(at, a.Seq))
 		if d.Uncount {
 			upd += ", #att = #att - :one"
@@ -281,9 +304,11 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		// next claim reads back first. The row moves to the end of its wait
 		// in the due index, so a storm of rereads does not sit in front of
 		// claimable work (claims read the index from its oldest end).
-		upd = "SET #lx = :at, #dsk = :dsk REMOVE #own"
-		c.names["#dsk"] = attrDueSK
-		c.vals[":dsk"] = avS(timeSK(at, a.Seq))
+		// It re-enters due at its lease expiry (ADR 0009), where claims and
+		// the reaper find it, with its projected state EXECUTING.
+		upd = "SET #lx = :at, #dpk = :dpk, #dsk = :dsk REMOVE #own"
+		c.names["#dsk"], c.names["#dpk"] = attrDueSK, attrDuePK
+		c.vals[":dsk"], c.vals[":dpk"] = avS(timeSK(at, a.Seq)), avS(duePK(a.Partition))
 	default:
 		return false, false, fmt.Errorf("outbox: no write for decision to %s", d.To)
 	}

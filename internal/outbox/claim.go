@@ -15,49 +15,24 @@ import (
 // time: claim_version rises by one and is returned. It is refused (with
 // ErrFenceRefused) while another owner's lease on the fence runs.
 func (e *Engine) FenceTake(ctx context.Context, p int, owner string, until time.Time) (int64, error) {
-	now := e.clk.Now()
-	out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        e.table(),
-		Key:              key(partitionPK(p), skFence),
-		UpdateExpression: aws.String("SET #cv = if_not_exists(#cv, :zero) + :one, #o = :o, #olx = :until"),
-		ConditionExpression: aws.String(
-			"attribute_not_exists(#cv) OR #olx <= :now OR #o = :o"),
-		ExpressionAttributeNames: map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#olx": attrFenceLease},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":zero": avN(0), ":one": avN(1), ":o": avS(owner), ":until": avMs(until), ":now": avMs(now),
-		},
-		ReturnValues: types.ReturnValueUpdatedNew,
-	})
+	h, err := e.fenceTake(ctx, p, owner, until)
 	if err != nil {
-		if isCondFailed(err) {
-			return 0, fmt.Errorf("partition %d: %w", p, ErrFenceRefused)
-		}
-		return 0, fmt.Errorf("error taking claim fence of partition %d: %w", p, err)
+		return 0, err
 	}
-	return getN(out.Attributes, attrClaimVersion), nil
+	return h.version, nil
 }
 
 // FenceRelease ends owner's lease on a partition's fence (only if its
 // version is still the newest), so the next drainer need not wait.
 func (e *Engine) FenceRelease(ctx context.Context, p int, owner string, version int64) error {
-	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 e.table(),
-		Key:                       key(partitionPK(p), skFence),
-		UpdateExpression:          aws.String("SET #olx = :now"),
-		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
-		ExpressionAttributeNames:  map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#olx": attrFenceLease},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":v": avN(version), ":o": avS(owner), ":now": avMs(e.clk.Now())},
-	})
-	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("error releasing claim fence of partition %d: %w", p, err)
-	}
-	return nil
+	return e.fenceRelease(ctx, newFenceHold(p, owner, version, nil))
 }
 
 // candidate is a row the due index proposed.
 type candidate struct {
 	a     Action
 	class DeliveryClass
+	due   time.Time // when it is due: next attempt (ADMITTED) or lease expiry (EXECUTING)
 }
 
 // ClaimParams describes one claim of a partition.
@@ -66,6 +41,8 @@ type ClaimParams struct {
 	Version int64  // the claim fence version the claimer holds
 	Limit   int    // actions at most
 	OnlyID  string // claim only this action (RunNow)
+
+	hold *fenceHold // the drainer's hold of the fence; nil: read the fence row
 }
 
 // ClaimResult is what a claim took.
@@ -105,7 +82,13 @@ func (e *Engine) dueCandidates(ctx context.Context, p int, now time.Time, want i
 			if !ok {
 				continue // rolling upgrade: not ours to touch
 			}
-			c := candidate{a: a, class: ad.Spec().Class}
+			c := candidate{a: a, class: ad.Spec().Class, due: dueTime(it)}
+			if a.State == StateADMITTED {
+				// The due index keeps the next attempt in its sort key; a
+				// release puts the row back there.
+				a.NextAttemptAt = c.due
+				c.a.NextAttemptAt = c.due
+			}
 			if !claimable(c, now) {
 				continue
 			}
@@ -321,16 +304,18 @@ func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDu
 		},
 	})
 	cd.names["#lx"] = attrLease
+	cd.names["#dpk"], cd.names["#dsk"] = attrDuePK, attrDueSK
+	// The claim takes the row out of the due index (ADR 0009): one index
+	// delete, and the end writes nothing to the index. The fence item of the
+	// same transaction records it in the partition's in-flight map.
 	upd := "SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own"
 	if fence {
 		upd += ", #wsa = :cnow"
 	}
+	upd += " REMOVE #dpk, #dsk"
 	return types.TransactWriteItem{Update: &types.Update{
-		TableName: e.table(),
-		Key:       actionKey(a.Partition, a.Seq),
-		// The due index keeps the row at its position (ADR 0002): a claim
-		// changes projected attributes only, one index write instead of a
-		// key change's two.
+		TableName:                 e.table(),
+		Key:                       actionKey(a.Partition, a.Seq),
 		UpdateExpression:          aws.String(upd),
 		ConditionExpression:       aws.String(cd.expr),
 		ExpressionAttributeNames:  cd.names,
@@ -374,6 +359,13 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 	if limit <= 0 {
 		limit = e.cfg.BatchSize
 	}
+	h := cp.hold
+	if h == nil {
+		var err error
+		if h, err = e.readFenceHold(ctx, p, cp.Owner, cp.Version); err != nil {
+			return nil, err
+		}
+	}
 	var cands []candidate
 	if cp.OnlyID != "" {
 		it, err := e.getActionItem(ctx, cp.OnlyID)
@@ -396,18 +388,30 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 	// the claimable rows behind them.
 	var groups [][]candidate
 	fetched, live, skip := map[int64]bool{}, map[int64]bool{}, map[int64]bool{}
+	// Actions a claim took out of due whose lease is over are reclaim
+	// candidates from the fence's in-flight map (ADR 0009).
+	renew := map[int64]time.Time{}
+	var reclaims []candidate
+	if cp.OnlyID == "" {
+		var err error
+		if reclaims, err = e.inflightCandidates(ctx, h, now, fetched, live, skip, renew); err != nil {
+			return nil, err
+		}
+	}
 	proposed := 0
 	for window := limit; ; window *= 8 {
+		read := 0
 		if cp.OnlyID == "" {
 			var err error
 			cands, err = e.dueCandidates(ctx, p, now, window)
 			if err != nil {
 				return nil, err
 			}
+			read = len(cands)
+			cands = mergeCandidates(cands, reclaims)
 		}
-		read := len(cands)
 		// Each round drops at least one candidate or stops.
-		for iter := 0; iter <= read; iter++ {
+		for iter, n := 0, len(cands); iter <= n; iter++ {
 			groups = selectGroups(cands, limit)
 			if len(groups) == 0 {
 				break
@@ -457,13 +461,19 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		proposed += len(g)
 	}
 	for round := 0; len(groups) > 0 && round < 6; round++ {
-		items := []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
-			TableName:                 e.table(),
-			Key:                       key(partitionPK(p), skFence),
-			ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
-			ExpressionAttributeNames:  map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":v": avN(cp.Version), ":o": avS(cp.Owner)},
-		}}}
+		// The fence item checks the version as before and, in the same
+		// write, records the actions claimed and forgets those seen settled.
+		set := map[int64]time.Time{}
+		for seq, t := range renew {
+			set[seq] = t
+		}
+		for _, g := range groups {
+			for _, c := range g {
+				set[c.a.Seq] = lx
+			}
+		}
+		rm := h.removable(set)
+		items := []types.TransactWriteItem{e.fenceItem(h, set, rm)}
 		type pos struct{ g, m int }
 		at := map[int]pos{}
 		checked := map[int64]int{} // predecessor seq -> its check's index
@@ -486,6 +496,7 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		tok := e.token()
 		err := e.transact(ctx, items, tok)
 		if err == nil {
+			h.wrote(set, rm)
 			for _, g := range groups {
 				run := make([]Action, len(g))
 				for i, c := range g {
@@ -502,7 +513,7 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		reasons, ok := cancelReasons(err)
 		if !ok {
 			if isAmbiguous(err) {
-				return e.claimReadBack(ctx, groups, cp.Owner, now, res, proposed)
+				return e.claimReadBack(ctx, h, groups, cp.Owner, now, res, proposed)
 			}
 			return nil, fmt.Errorf("error claiming partition %d: %w", p, err)
 		}
@@ -547,7 +558,7 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 // claimReadBack settles an ambiguous claim: the transaction was retried with
 // its token and still has no answer, so read each candidate back and keep
 // those that carry our epoch and owner.
-func (e *Engine) claimReadBack(ctx context.Context, groups [][]candidate, owner string, now time.Time, res *ClaimResult, proposed int) (*ClaimResult, error) {
+func (e *Engine) claimReadBack(ctx context.Context, h *fenceHold, groups [][]candidate, owner string, now time.Time, res *ClaimResult, proposed int) (*ClaimResult, error) {
 	for _, g := range groups {
 		var run []Action
 		for i, c := range g {
@@ -569,6 +580,13 @@ func (e *Engine) claimReadBack(ctx context.Context, groups [][]candidate, owner 
 		if len(run) > 0 {
 			res.Groups = append(res.Groups, run)
 			res.Claimed += len(run)
+			// The transaction landed: its fence item recorded these. Its
+			// removals may or may not have landed; they are sent again.
+			set := map[int64]time.Time{}
+			for _, a := range run {
+				set[a.Seq] = a.LeaseExpiresAt
+			}
+			h.wrote(set, nil)
 		}
 	}
 	res.Short = res.Claimed < proposed

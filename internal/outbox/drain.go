@@ -26,6 +26,9 @@ type DrainParams struct {
 	// fenceUntil is when the drainer's lease on the partition's claim
 	// fence ends (set by DrainPartition).
 	fenceUntil time.Time
+	// hold is the fence DrainPartition holds: attempts report the actions
+	// they saw settle to it (ADR 0009).
+	hold *fenceHold
 }
 
 // DrainResult counts what a drain did.
@@ -104,7 +107,7 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 		res.More = true
 		return res, nil
 	}
-	v, err := e.FenceTake(ctx, partition, p.Owner, until)
+	h, err := e.fenceTake(ctx, partition, p.Owner, until)
 	if errors.Is(err, ErrFenceRefused) {
 		res.FenceRefusals++
 		return res, nil
@@ -112,9 +115,12 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 	if err != nil {
 		return nil, err
 	}
+	p.hold = h
 	defer func() {
-		// A fresh context: the fence should be released even when ctx ended.
-		_ = e.FenceRelease(context.WithoutCancel(ctx), partition, p.Owner, v)
+		// A fresh context: the fence should be released even when ctx
+		// ended. The release also forgets the in-flight entries of the
+		// actions this drain saw settle (ADR 0009).
+		_ = e.fenceRelease(context.WithoutCancel(ctx), h)
 	}()
 	for batch := 0; batch < maxBatchesPerDrain; batch++ {
 		if !e.nearDeadline(p) && e.nearFenceEnd(p) {
@@ -122,7 +128,7 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 			// lease) before claiming, so that claim-fenced heads can still
 			// be called (nearFenceEnd).
 			if until = e.fenceLease(p); until.After(p.fenceUntil) {
-				nv, err := e.FenceTake(ctx, partition, p.Owner, until)
+				err := e.fenceRetake(ctx, h, until)
 				if errors.Is(err, ErrFenceRefused) {
 					res.FenceRefusals++
 					break
@@ -130,14 +136,14 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 				if err != nil {
 					return res, err
 				}
-				v, p.fenceUntil = nv, until
+				p.fenceUntil = until
 			}
 		}
 		if e.nearDeadline(p) || e.nearFenceEnd(p) {
 			res.More = true
 			break
 		}
-		cr, err := e.Claim(ctx, partition, ClaimParams{Owner: p.Owner, Version: v, Limit: p.BatchSize})
+		cr, err := e.Claim(ctx, partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: p.BatchSize, hold: h})
 		if errors.Is(err, ErrFenceRefused) {
 			res.FenceRefusals++
 			break
@@ -202,14 +208,14 @@ func (e *Engine) runGroups(ctx context.Context, groups [][]Action, rows map[int6
 func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[string]types.AttributeValue, p DrainParams, res *DrainResult) error {
 	for i := 0; i < len(g); i++ {
 		if ctx.Err() != nil || e.nearDeadline(p) || (g[i].claimFenced && e.nearFenceEnd(p)) {
-			return e.releaseRest(ctx, g[i:], res)
+			return e.releaseRest(ctx, g[i:], p.hold, res)
 		}
 		// The members waiting behind this one keep valid leases: renew those
 		// that could run out during this attempt. One we can no longer renew
 		// is lost to us, and so is the lane behind it (released).
 		if lost := e.renewWaiting(ctx, g[i+1:]); lost >= 0 {
 			cut := i + 1 + lost
-			if err := e.releaseRest(ctx, g[cut+1:], res); err != nil {
+			if err := e.releaseRest(ctx, g[cut+1:], p.hold, res); err != nil {
 				return err
 			}
 			g = g[:cut]
@@ -225,12 +231,15 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[st
 		if rep.Ended {
 			res.Ended++
 		}
+		if rep.Settled {
+			p.hold.settle(g[i].Seq)
+		}
 		if err != nil {
-			_ = e.releaseRest(context.WithoutCancel(ctx), g[i+1:], res)
+			_ = e.releaseRest(context.WithoutCancel(ctx), g[i+1:], p.hold, res)
 			return err
 		}
 		if !rep.Ended {
-			return e.releaseRest(ctx, g[i+1:], res)
+			return e.releaseRest(ctx, g[i+1:], p.hold, res)
 		}
 	}
 	return nil
@@ -252,10 +261,14 @@ func (e *Engine) renewWaiting(ctx context.Context, waiting []Action) int {
 	return -1
 }
 
-func (e *Engine) releaseRest(ctx context.Context, rest []Action, res *DrainResult) error {
+func (e *Engine) releaseRest(ctx context.Context, rest []Action, h *fenceHold, res *DrainResult) error {
 	for i := range rest {
-		if err := e.release(context.WithoutCancel(ctx), &rest[i]); err != nil {
+		settled, err := e.release(context.WithoutCancel(ctx), &rest[i])
+		if err != nil {
 			return err
+		}
+		if settled {
+			h.settle(rest[i].Seq)
 		}
 		res.Released++
 	}
@@ -328,22 +341,26 @@ func (e *Engine) RunNow(ctx context.Context, id string) (*Action, error) {
 	}
 	p := e.drainDefaults(DrainParams{})
 	until := e.clk.Now().Add(e.cfg.Lease)
-	v, err := e.FenceTake(ctx, a.Partition, p.Owner, until)
+	h, err := e.fenceTake(ctx, a.Partition, p.Owner, until)
 	if err != nil {
 		if errors.Is(err, ErrFenceRefused) {
 			return a, nil
 		}
 		return nil, err
 	}
-	defer func() { _ = e.FenceRelease(context.WithoutCancel(ctx), a.Partition, p.Owner, v) }()
-	cr, err := e.Claim(ctx, a.Partition, ClaimParams{Owner: p.Owner, Version: v, Limit: 1, OnlyID: id})
+	defer func() { _ = e.fenceRelease(context.WithoutCancel(ctx), h) }()
+	cr, err := e.Claim(ctx, a.Partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: 1, OnlyID: id, hold: h})
 	if err != nil {
 		return nil, err
 	}
 	if cr.Claimed == 1 {
 		cr.Groups[0][0].fenceUntil = until
-		if _, err := e.runAttempt(ctx, cr.Groups[0][0], nil); err != nil {
+		rep, err := e.runAttempt(ctx, cr.Groups[0][0], nil)
+		if err != nil {
 			return nil, err
+		}
+		if rep.Settled {
+			h.settle(cr.Groups[0][0].Seq)
 		}
 	}
 	return e.ActionGet(ctx, id)

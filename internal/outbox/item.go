@@ -51,6 +51,7 @@ const (
 	attrClaimVersion = "cv"    // FENCE: claim_version
 	attrFenceOwner   = "owner" // FENCE: holder
 	attrFenceLease   = "olx"   // FENCE: holder's lease (Unix ms)
+	attrInflight     = "inf"   // FENCE: seq -> lease expiry (Unix ms) of claimed actions out of due (ADR 0009)
 	attrTailSeq      = "seq"   // lane tail: the newest live action's seq
 
 	// IndexDue and IndexSubject are the global secondary indexes.

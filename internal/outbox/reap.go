@@ -34,8 +34,9 @@ type PartitionGauges struct {
 // EXPIRED). An idempotent receiver fenced by its claim (ADR 0008) counts as
 // started from its claim: with attempts left it is left for a reclaim (a
 // resend is harmless), out of attempts it ends UNCERTAIN, never FAILED, as it
-// may have been sent. It reads the due index, so its cost grows with the
-// backlog, not the history.
+// may have been sent. It reads the due index and each partition's in-flight
+// map on the claim fence (the actions claims took out of due, ADR 0009), so
+// its cost grows with the backlog, not the history.
 func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
 	res := &ReapResult{}
 	for p := 0; p < e.cfg.Partitions; p++ {
@@ -83,6 +84,25 @@ func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (Par
 			break
 		}
 		start = q.LastEvaluatedKey
+	}
+	// Claimed actions are out of due: the fence's in-flight map names them.
+	// The reaper does not hold the fence, so it never writes the map; the
+	// entries of what it ends go with the next holder's claim.
+	inflight, err := e.inflightRows(ctx, p)
+	if err != nil {
+		return g, err
+	}
+	at := map[int64]int{}
+	for i, a := range rows {
+		at[a.Seq] = i
+	}
+	for _, a := range inflight {
+		inIndex[a.Seq] = true
+		if i, ok := at[a.Seq]; ok {
+			rows[i] = a // a lagging index still shows the row before its claim
+			continue
+		}
+		rows = append(rows, a)
 	}
 	for i := range rows {
 		a := &rows[i]

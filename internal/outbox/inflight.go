@@ -1,0 +1,424 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// In-flight tracking (ADR 0009). A claim takes each action out of the due
+// index (one index delete instead of a projected-attribute update, and the
+// end then writes nothing to the index). The partition's claim fence row
+// keeps what the index no longer shows: a map attribute (attrInflight) from
+// seq to the lease expiry the claim gave. The invariant:
+//
+//	every EXECUTING action that is not in the due index has an entry in its
+//	partition's fence map.
+//
+// A claim sets the entries of the actions it takes in the same transaction
+// that removes their due keys (its fence item, which checks the fence
+// version, is an Update). An entry is removed only by a write conditioned on
+// holding the fence, and only after the holder saw the action end, go back to
+// ADMITTED (which puts it back in due), disappear, or re-enter due
+// (Reread, release after the write fence). While the holder holds the fence
+// nobody else claims in the partition, so what it saw stays true until its
+// removal lands; once it lost the fence, its removal is refused.
+
+// fenceHold is a held claim fence as its holder knows it.
+type fenceHold struct {
+	p       int
+	owner   string
+	version int64
+
+	mu      sync.Mutex
+	inf     map[int64]time.Time // the fence row's map, as the holder last read or wrote it
+	settled map[int64]bool      // entries the holder saw settle: removed by its next fence write
+	looked  map[int64]bool      // expired entries read and left alone (not ours to take now)
+}
+
+func newFenceHold(p int, owner string, version int64, inf map[int64]time.Time) *fenceHold {
+	if inf == nil {
+		inf = map[int64]time.Time{}
+	}
+	return &fenceHold{p: p, owner: owner, version: version, inf: inf, settled: map[int64]bool{}, looked: map[int64]bool{}}
+}
+
+// settle records that the holder saw an action it claimed leave the
+// in-flight set (ended, ADMITTED, or back in due) by a write of its own.
+func (h *fenceHold) settle(seq int64) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.settled[seq] = true
+}
+
+// removable lists the entries to remove with the holder's next fence write:
+// those seen settled that are in the map, except the ones claimed again in
+// that same write (a write may not set and remove one path).
+func (h *fenceHold) removable(except map[int64]time.Time) []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []int64
+	for seq := range h.settled {
+		if _, again := except[seq]; again {
+			continue
+		}
+		if _, ok := h.inf[seq]; ok {
+			out = append(out, seq)
+		} else {
+			delete(h.settled, seq) // nothing to remove
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// wrote updates the holder's view after a fence write landed.
+func (h *fenceHold) wrote(set map[int64]time.Time, removed []int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, seq := range removed {
+		delete(h.inf, seq)
+		delete(h.settled, seq)
+		delete(h.looked, seq)
+	}
+	for seq, lx := range set {
+		h.inf[seq] = lx
+		delete(h.settled, seq)
+		delete(h.looked, seq)
+	}
+}
+
+// expired lists the entries whose lease has ended by now and that the
+// holder has not read yet, oldest lease first.
+func (h *fenceHold) expired(now time.Time) []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []int64
+	for seq, lx := range h.inf {
+		if !lx.After(now) && !h.settled[seq] && !h.looked[seq] {
+			out = append(out, seq)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func infName(seq int64) string { return strconv.FormatInt(seq, 10) }
+
+// decodeInflight reads a fence row's in-flight map.
+func decodeInflight(it map[string]types.AttributeValue) map[int64]time.Time {
+	out := map[int64]time.Time{}
+	m, ok := it[attrInflight].(*types.AttributeValueMemberM)
+	if !ok {
+		return out
+	}
+	for k, v := range m.Value {
+		seq, err := strconv.ParseInt(k, 10, 64)
+		n, ok := v.(*types.AttributeValueMemberN)
+		if err != nil || !ok {
+			continue
+		}
+		ms, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil {
+			continue
+		}
+		out[seq] = time.UnixMilli(ms).UTC()
+	}
+	return out
+}
+
+// fenceTake takes the claim fence of a partition (see FenceTake) and
+// returns the hold with the fence row's in-flight map (ReturnValues ALL_NEW
+// costs nothing). The map is created empty when missing, so that later
+// writes can set and remove its entries.
+func (e *Engine) fenceTake(ctx context.Context, p int, owner string, until time.Time) (*fenceHold, error) {
+	now := e.clk.Now()
+	out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: e.table(),
+		Key:       key(partitionPK(p), skFence),
+		UpdateExpression: aws.String(
+			"SET #cv = if_not_exists(#cv, :zero) + :one, #o = :o, #olx = :until, #inf = if_not_exists(#inf, :empty)"),
+		ConditionExpression: aws.String(
+			"attribute_not_exists(#cv) OR #olx <= :now OR #o = :o"),
+		ExpressionAttributeNames: map[string]string{
+			"#cv": attrClaimVersion, "#o": attrFenceOwner, "#olx": attrFenceLease, "#inf": attrInflight,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":zero": avN(0), ":one": avN(1), ":o": avS(owner), ":until": avMs(until), ":now": avMs(now),
+			":empty": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}},
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if err != nil {
+		if isCondFailed(err) {
+			return nil, fmt.Errorf("partition %d: %w", p, ErrFenceRefused)
+		}
+		return nil, fmt.Errorf("error taking claim fence of partition %d: %w", p, err)
+	}
+	return newFenceHold(p, owner, getN(out.Attributes, attrClaimVersion), decodeInflight(out.Attributes)), nil
+}
+
+// fenceRetake takes the fence again for the same holder (a long drain: a
+// new version, a longer lease, ADR 0008). What the holder saw settle stays
+// true only if nobody else held the fence in between, that is if the version
+// rose by exactly one; otherwise that knowledge goes, and the map is taken
+// as the row now has it.
+func (e *Engine) fenceRetake(ctx context.Context, h *fenceHold, until time.Time) error {
+	nh, err := e.fenceTake(ctx, h.p, h.owner, until)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if nh.version != h.version+1 {
+		h.settled, h.looked = map[int64]bool{}, map[int64]bool{}
+	}
+	h.version, h.inf = nh.version, nh.inf
+	return nil
+}
+
+// fenceRelease ends the hold's lease on the fence and removes the entries
+// it saw settle, in one write conditioned on still holding the fence.
+func (e *Engine) fenceRelease(ctx context.Context, h *fenceHold) error {
+	upd := "SET #olx = :now"
+	names := map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#olx": attrFenceLease}
+	rm := h.removable(nil)
+	if len(rm) > 0 {
+		upd += " REMOVE " + infPaths(rm, "#r", names)
+	}
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(h.p), skFence),
+		UpdateExpression:          aws.String(upd),
+		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": avN(h.version), ":o": avS(h.owner), ":now": avMs(e.clk.Now())},
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("error releasing claim fence of partition %d: %w", h.p, err)
+	}
+	if err == nil {
+		h.wrote(nil, rm)
+	}
+	return nil
+}
+
+// infPaths renders map entry paths for an update expression ("#inf.#r0,
+// #inf.#r1"), adding their names.
+func infPaths(seqs []int64, prefix string, names map[string]string) string {
+	names["#inf"] = attrInflight
+	s := ""
+	for i, seq := range seqs {
+		n := prefix + strconv.Itoa(i)
+		names[n] = infName(seq)
+		if i > 0 {
+			s += ", "
+		}
+		s += "#inf." + n
+	}
+	return s
+}
+
+// readFenceHold reads the fence row for a claim made without a hold (a
+// caller of the exported FenceTake and Claim): the claim still finds the
+// expired entries; its transaction checks the version as always.
+func (e *Engine) readFenceHold(ctx context.Context, p int, owner string, version int64) (*fenceHold, error) {
+	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: e.table(), Key: key(partitionPK(p), skFence), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading claim fence of partition %d: %w", p, err)
+	}
+	return newFenceHold(p, owner, version, decodeInflight(out.Item)), nil
+}
+
+// fenceItem is the claim transaction's item on the fence row: the version
+// check of DESIGN.md §6, as an Update that sets the entries of the actions
+// claimed (and of leases found renewed) and removes the entries the holder
+// saw settle.
+func (e *Engine) fenceItem(h *fenceHold, set map[int64]time.Time, rm []int64) types.TransactWriteItem {
+	names := map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#inf": attrInflight}
+	vals := map[string]types.AttributeValue{":v": avN(h.version), ":o": avS(h.owner)}
+	seqs := make([]int64, 0, len(set))
+	for seq := range set {
+		seqs = append(seqs, seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	upd := ""
+	for i, seq := range seqs {
+		n, v := "#s"+strconv.Itoa(i), ":s"+strconv.Itoa(i)
+		names[n], vals[v] = infName(seq), avMs(set[seq])
+		if i == 0 {
+			upd = "SET "
+		} else {
+			upd += ", "
+		}
+		upd += "#inf." + n + " = " + v
+	}
+	if len(rm) > 0 {
+		upd += " REMOVE " + infPaths(rm, "#r", names)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(h.p), skFence),
+		UpdateExpression:          aws.String(upd),
+		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
+	}}
+}
+
+// inflightCandidates reads, with one consistent BatchGetItem (the one a
+// claim uses for reclaim candidates), the rows of the map's expired entries
+// and sorts them out:
+//   - gone, ended, ADMITTED, or EXECUTING back in the due index: the entry
+//     goes (settled; the due index shows what is left);
+//   - EXECUTING out of due with its lease renewed: the entry gets the new
+//     lease (renew);
+//   - EXECUTING out of due with its lease over, of a kind this build
+//     decodes and may claim: a reclaim candidate, due at its lease expiry
+//     (DESIGN.md §6); skip, live and fetched are filled as prefetch does;
+//   - anything else (a kind this build does not decode, out of attempts, an
+//     at-most-once action whose write started): left alone for the reaper
+//     or another build, and not read again by this hold.
+func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.Time,
+	fetched, live, skip map[int64]bool, renew map[int64]time.Time) ([]candidate, error) {
+	seqs := h.expired(now)
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	rows := map[int64]map[string]types.AttributeValue{}
+	keys := make([]map[string]types.AttributeValue, 0, len(seqs))
+	for _, s := range seqs {
+		keys = append(keys, actionKey(h.p, s))
+	}
+	for round := 0; len(keys) > 0; round++ {
+		if round >= 10 {
+			return nil, fmt.Errorf("error reading in-flight rows of partition %d: unprocessed keys remain", h.p)
+		}
+		n := min(len(keys), 100)
+		out, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error reading in-flight rows of partition %d: %w", h.p, err)
+		}
+		for _, it := range out.Responses[e.cfg.Table] {
+			if a, ok := decodeAction(it); ok {
+				rows[a.Seq] = it
+			}
+		}
+		keys = keys[n:]
+		if un, ok := out.UnprocessedKeys[e.cfg.Table]; ok && len(un.Keys) > 0 {
+			keys = append(keys, un.Keys...)
+		}
+	}
+	var out []candidate
+	for _, seq := range seqs {
+		it := rows[seq]
+		if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)) != StateEXECUTING || has(it, attrDuePK) {
+			// Gone, ended, ADMITTED (in due) or back in due. Not marked
+			// fetched: as a lane predecessor it is read again by prefetch,
+			// which also walks past one that ended out of order.
+			h.settle(seq)
+			continue
+		}
+		fetched[seq], live[seq] = true, true
+		a, _ := decodeAction(it)
+		a.Payload = nil
+		if a.LeaseExpiresAt.After(now) {
+			renew[seq] = a.LeaseExpiresAt
+			continue
+		}
+		h.mu.Lock()
+		h.looked[seq] = true
+		h.mu.Unlock()
+		ad, ok := e.reg.Decodes(a.Kind, a.Variant)
+		if !ok {
+			continue // rolling upgrade: not ours to touch
+		}
+		c := candidate{a: a, class: ad.Spec().Class, due: a.LeaseExpiresAt}
+		if !claimable(c, now) {
+			continue
+		}
+		wrote := !a.WriteStartedAt.IsZero()
+		expired := !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now)
+		if (c.class == AtMostOnce && wrote) || (!wrote && expired) {
+			continue // the reaper ends it
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// mergeCandidates orders the due index's candidates and the fence map's
+// reclaim candidates by (due time, seq), DESIGN.md §5.5; a row both name
+// (a lagging index) is taken from the map, whose read is consistent.
+func mergeCandidates(due, inflight []candidate) []candidate {
+	if len(inflight) == 0 {
+		return due
+	}
+	in := map[int64]bool{}
+	for _, c := range inflight {
+		in[c.a.Seq] = true
+	}
+	out := append([]candidate(nil), inflight...)
+	for _, c := range due {
+		if !in[c.a.Seq] {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].due.Equal(out[j].due) {
+			return out[i].due.Before(out[j].due)
+		}
+		return out[i].a.Seq < out[j].a.Seq
+	})
+	return out
+}
+
+// inflightRows reads the rows a partition's fence map names that are
+// EXECUTING and out of the due index: the reaper's view of the actions a
+// claim took out of due. The reads are eventually consistent (the reaper
+// reads every row it ends again, consistently).
+func (e *Engine) inflightRows(ctx context.Context, p int) ([]Action, error) {
+	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: e.table(), Key: key(partitionPK(p), skFence),
+		ProjectionExpression: aws.String("#inf"), ExpressionAttributeNames: map[string]string{"#inf": attrInflight},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading claim fence: %w", err)
+	}
+	inf := decodeInflight(out.Item)
+	seqs := make([]int64, 0, len(inf))
+	for seq := range inf {
+		seqs = append(seqs, seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	rows := map[int64]map[string]types.AttributeValue{}
+	if err := e.batchRead(ctx, p, seqs, rows); err != nil {
+		return nil, err
+	}
+	now := e.clk.Now()
+	var acts []Action
+	for _, seq := range seqs {
+		it := rows[seq]
+		if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)) != StateEXECUTING || has(it, attrDuePK) {
+			continue
+		}
+		a, _ := decodeAction(it)
+		a.Payload = nil
+		acts = append(acts, a)
+	}
+	return acts, nil
+}
