@@ -110,10 +110,32 @@ func (w *world) breakTransact(in *dynamodb.TransactWriteItemsInput) *dynamodb.Tr
 				continue
 			}
 		}
+		if u := it.Update; u != nil && b&BreakInflightLost != 0 && str(u.Key, "sk") == "FENCE" {
+			uc := *u
+			upd := aws.ToString(u.UpdateExpression)
+			if i := strings.Index(upd, "REMOVE "); i >= 0 {
+				upd = upd[i:]
+			} else {
+				upd = "SET #o = :o"
+			}
+			uc.UpdateExpression = aws.String(upd)
+			uc.ExpressionAttributeNames, uc.ExpressionAttributeValues = prune(maps.Clone(u.ExpressionAttributeNames),
+				maps.Clone(u.ExpressionAttributeValues), uc.ConditionExpression, uc.UpdateExpression)
+			u = &uc
+			it = types.TransactWriteItem{Update: u}
+		}
 		if b&BreakNoIdempotencyRecord != 0 && it.Put != nil && str(it.Put.Item, "sk") == "K" {
 			continue
 		}
-		if u := it.Update; u != nil {
+		if u := it.Update; u != nil && b&BreakClaimFence != 0 && str(u.Key, "sk") == "FENCE" {
+			// The claim's fence item (ADR 0009: an Update that also records
+			// the in-flight entries) loses its version check.
+			uc := *u
+			uc.ConditionExpression = nil
+			uc.ExpressionAttributeNames, uc.ExpressionAttributeValues = prune(maps.Clone(u.ExpressionAttributeNames),
+				maps.Clone(u.ExpressionAttributeValues), uc.UpdateExpression)
+			it = types.TransactWriteItem{Update: &uc}
+		} else if u != nil {
 			uc := *u
 			if w.breakExprs(&uc.ConditionExpression, &uc.UpdateExpression) {
 				uc.ExpressionAttributeNames, uc.ExpressionAttributeValues = prune(maps.Clone(u.ExpressionAttributeNames),

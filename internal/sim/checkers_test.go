@@ -32,6 +32,7 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 		{"ReadBackBlind", BreakReadBackBlind, []string{"exactly-once"}},
 		{"NoIdempotencyRecord", BreakNoIdempotencyRecord, []string{"idempotency"}},
 		{"JournalDropped", BreakDropJournal, []string{"retention-journal"}},
+		{"InflightEntriesLost", BreakInflightLost, []string{"tracking"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -78,6 +78,9 @@ func (d *simDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...fun
 		return nil, err
 	}
 	out, err := d.db.GetItem(ctx, in, o...)
+	if err == nil && d.w.opt.Broken&BreakReaperBlind != 0 && p.kind == "reaper" && str(in.Key, "sk") == "FENCE" {
+		out.Item = nil // the in-flight map too (ADR 0009)
+	}
 	d.leave(p, "GetItem", err)
 	return out, err
 }

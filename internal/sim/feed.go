@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"reflect"
 	"strconv"
 	"strings"
@@ -12,9 +14,28 @@ import (
 
 // readFeed judges every change committed since the last look, as made by p.
 func (w *world) readFeed(p *proc) {
+	changed := false
 	for _, c := range w.db.Changes(w.cfg.Table, w.feedSeq) {
 		w.feedSeq = c.Seq + 1
 		w.observe(p, c)
+		changed = true
+	}
+	if changed && !w.stopped {
+		w.checkTracking()
+	}
+}
+
+// checkTracking holds ADR 0009's invariant after every call (a transaction's
+// changes are all read by then): every EXECUTING action that is not in the
+// due index has an entry in its partition's in-flight map, so that claims
+// and the reaper find it once its lease ends.
+func (w *world) checkTracking() {
+	for _, id := range sortedKeys(w.outOfDue) {
+		part, seq, _ := outbox.ParseActionID(id)
+		if !w.inflight[part][seq] {
+			w.violate("tracking", []string{id}, "%s is EXECUTING, not in the due index and not in partition %d's in-flight map", id, part)
+			return
+		}
 	}
 }
 
@@ -30,6 +51,14 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 		if c.NewImage != nil {
 			part, _ := strconv.Atoi(strings.TrimPrefix(pk, "P#"))
 			fs := fenceState{cv: num(c.NewImage, "cv"), owner: str(c.NewImage, "owner")}
+			inf := map[int64]bool{}
+			if m, ok := c.NewImage["inf"].(*types.AttributeValueMemberM); ok {
+				for k := range m.Value {
+					seq, _ := strconv.ParseInt(k, 10, 64)
+					inf[seq] = true
+				}
+			}
+			w.inflight[part] = inf
 			w.fences[part] = fs
 			if p != nil && p.kind == "drainer" && fs.owner == p.owner {
 				p.fenceV = fs.cv
@@ -50,6 +79,11 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 	part, _ := strconv.Atoi(pk[2:])
 	seq, _ := strconv.ParseInt(sk[2:], 10, 64)
 	id := outbox.ActionID(part, seq)
+	if c.NewImage != nil && state(c.NewImage) == outbox.StateEXECUTING && !has(c.NewImage, "due_pk") {
+		w.outOfDue[id] = true
+	} else {
+		delete(w.outOfDue, id)
+	}
 	switch c.EventName {
 	case ddblocal.EventInsert:
 		w.onInsert(p, id, c.NewImage)

@@ -65,8 +65,10 @@ func rowState(it map[string]types.AttributeValue) string {
 	}
 	if d := str(it, "due_sk"); d != "" {
 		s += " due_sk=" + d
-	} else if st := str(it, "st"); st == "ADMITTED" || st == "EXECUTING" {
+	} else if st := str(it, "st"); st == "ADMITTED" {
 		s += " NOT-IN-DUE-INDEX"
+	} else if st == "EXECUTING" {
+		s += " in-flight" // out of due, in the fence's map (ADR 0009)
 	}
 	if sr := str(it, "sr"); sr != "" {
 		s += " stop=" + sr

@@ -39,7 +39,8 @@ const (
 	// BreakOldBuildKnowsAll gives the older build every kind and variant while
 	// the checkers still take it for the older build.
 	BreakOldBuildKnowsAll
-	// BreakReaperBlind hides the due index from the reaper.
+	// BreakReaperBlind hides the due index and the fence rows' in-flight
+	// maps from the reaper.
 	BreakReaperBlind
 	// BreakSkewBound runs the older build's host with its clock behind by
 	// four times the configured ClockSkew: the bound every lease computation
@@ -57,6 +58,9 @@ const (
 	// BreakDropJournal acknowledges retention journal writes without
 	// writing them (ADR 0010).
 	BreakDropJournal
+	// BreakInflightLost drops the in-flight entries a claim records on the
+	// fence row (ADR 0009): claimed actions are then in no index.
+	BreakInflightLost
 )
 
 // Options describes one run.
@@ -187,7 +191,11 @@ type world struct {
 	rows   map[string]*row     // action id -> shadow
 	lanes  map[string][]string // "ws/lane" -> action ids in insert order
 	fences map[int]fenceState
-	calls  []*callRec // provider calls still in flight
+	// In-flight tracking (ADR 0009): the seqs in each partition's fence map,
+	// and the EXECUTING actions that are not in the due index.
+	inflight map[int]map[int64]bool
+	outOfDue map[string]bool
+	calls    []*callRec // provider calls still in flight
 
 	excused map[string]string // live at the end, and why that is allowed
 }
@@ -250,15 +258,17 @@ type callRec struct {
 
 func newWorld(opt Options) *world {
 	w := &world{
-		opt:    opt,
-		cfg:    simConfig.WithDefaults(),
-		rng:    rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5deece66d)),
-		krng:   rand.New(rand.NewPCG(opt.Seed, 0x6b696c6c)),
-		clk:    clock.NewManual(epoch0),
-		tokens: map[string]*token{},
-		rows:   map[string]*row{},
-		lanes:  map[string][]string{},
-		fences: map[int]fenceState{},
+		opt:      opt,
+		cfg:      simConfig.WithDefaults(),
+		rng:      rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5deece66d)),
+		krng:     rand.New(rand.NewPCG(opt.Seed, 0x6b696c6c)),
+		clk:      clock.NewManual(epoch0),
+		tokens:   map[string]*token{},
+		rows:     map[string]*row{},
+		lanes:    map[string][]string{},
+		fences:   map[int]fenceState{},
+		inflight: map[int]map[int64]bool{},
+		outOfDue: map[string]bool{},
 		res: &Result{Seed: opt.Seed, Steps: opt.Steps, Faults: map[string]int{}, Actions: map[string]int{},
 			Ops: map[string]int{}},
 	}
