@@ -210,7 +210,7 @@ func TestTable(t *testing.T) {
 				},
 				"Projection": map[string]any{
 					"ProjectionType":   "INCLUDE",
-					"NonKeyAttributes": []any{"id", "kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "xa", "nat", "own"},
+					"NonKeyAttributes": []any{"kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "xa"},
 				},
 			},
 			map[string]any{

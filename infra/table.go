@@ -12,7 +12,8 @@ import (
 )
 
 // This file is the stack's copy of docs/adr/0001-table-layout.md as amended
-// by docs/adr/0002-engine-protocols-and-layout-changes.md and
+// by docs/adr/0002-engine-protocols-and-layout-changes.md,
+// docs/adr/0009-claim-takes-actions-out-of-due.md and
 // docs/adr/0010-retention-journal-instead-of-ended-index.md: every name
 // the engine relies on (keys, indexes, projections, TTL, the stream and the
 // drainer's stream filter) is here and nowhere else in infra/, so an amended
@@ -51,8 +52,8 @@ type TableIndex struct {
 var TableIndexes = []TableIndex{
 	{
 		Name: IndexDue, HashKey: AttrDuePK, SortKey: AttrDueSK,
-		// ADR 0002: without the write fence (wsa), with nat and own.
-		Include: []string{"id", "kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "xa", "nat", "own"},
+		// ADR 0002: without the write fence (wsa); ADR 0009: without id, nat and own.
+		Include: []string{"kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "xa"},
 	},
 	{Name: IndexSubject, HashKey: AttrSubPK, SortKey: AttrSK},
 }

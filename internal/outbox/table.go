@@ -50,10 +50,12 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 // DueProjection lists the non-key attributes the due index carries: what a
 // claim and the reaper decide on without reading the base table. The write
 // fence (wsa) is left out on purpose: the fence write then costs no index
-// write (ADR 0002).
+// write (ADR 0002). Since claims take rows out of the index (ADR 0009) no
+// reader needs the owner (own), the next attempt (nat: the sort key holds
+// it) or the id (the keys give it).
 func DueProjection() []string {
-	return []string{attrID, attrKind, attrVariant, attrWorkspace, attrLane, attrPrev, attrState, attrAttempt,
-		attrMax, attrEpoch, attrLease, attrExpires, attrNext, attrOwner}
+	return []string{attrKind, attrVariant, attrWorkspace, attrLane, attrPrev, attrState, attrAttempt,
+		attrMax, attrEpoch, attrLease, attrExpires}
 }
 
 // EnsureTable creates the table, its indexes and its TTL attribute when the
