@@ -113,6 +113,14 @@ func (h *fenceHold) expired(now time.Time) []int64 {
 	return out
 }
 
+// leave records an expired entry the holder read and must leave alone, so
+// that its later claims do not read it again.
+func (h *fenceHold) leave(seq int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.looked[seq] = true
+}
+
 func infName(seq int64) string { return strconv.FormatInt(seq, 10) }
 
 // decodeInflight reads a fence row's in-flight map.
@@ -340,22 +348,20 @@ func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.
 			renew[seq] = a.LeaseExpiresAt
 			continue
 		}
-		h.mu.Lock()
-		h.looked[seq] = true
-		h.mu.Unlock()
 		ad, ok := e.reg.Decodes(a.Kind, a.Variant)
 		if !ok {
-			continue // rolling upgrade: not ours to touch
-		}
-		c := candidate{a: a, class: ad.Spec().Class, due: a.LeaseExpiresAt}
-		if !claimable(c, now) {
+			h.leave(seq) // rolling upgrade: not ours to touch
 			continue
 		}
+		c := candidate{a: a, class: ad.Spec().Class, due: a.LeaseExpiresAt}
 		wrote := !a.WriteStartedAt.IsZero()
 		expired := !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now)
-		if (c.class == AtMostOnce && wrote) || (!wrote && expired) {
-			continue // the reaper ends it
+		if !claimable(c, now) || (c.class == AtMostOnce && wrote) || (!wrote && expired) {
+			h.leave(seq) // the reaper ends it
+			continue
 		}
+		// A candidate not taken by this claim (limit, blocked lane, refused)
+		// is read again by the next one.
 		out = append(out, c)
 	}
 	return out, nil
