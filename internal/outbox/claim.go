@@ -86,7 +86,6 @@ func (e *Engine) dueCandidates(ctx context.Context, p int, now time.Time, want i
 			if a.State == StateADMITTED {
 				// The due index keeps the next attempt in its sort key; a
 				// release puts the row back there.
-				a.NextAttemptAt = c.due
 				c.a.NextAttemptAt = c.due
 			}
 			if !claimable(c, now) {
@@ -394,7 +393,7 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 	var reclaims []candidate
 	if cp.OnlyID == "" {
 		var err error
-		if reclaims, err = e.inflightCandidates(ctx, h, now, fetched, live, skip, renew); err != nil {
+		if reclaims, err = e.inflightCandidates(ctx, h, now, fetched, live, renew); err != nil {
 			return nil, err
 		}
 	}

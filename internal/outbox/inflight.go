@@ -295,12 +295,12 @@ func (e *Engine) fenceItem(h *fenceHold, set map[int64]time.Time, rm []int64) ty
 //     lease (renew);
 //   - EXECUTING out of due with its lease over, of a kind this build
 //     decodes and may claim: a reclaim candidate, due at its lease expiry
-//     (DESIGN.md §6); skip, live and fetched are filled as prefetch does;
+//     (DESIGN.md §6); live and fetched are filled as prefetch does;
 //   - anything else (a kind this build does not decode, out of attempts, an
 //     at-most-once action whose write started): left alone for the reaper
 //     or another build, and not read again by this hold.
 func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.Time,
-	fetched, live, skip map[int64]bool, renew map[int64]time.Time) ([]candidate, error) {
+	fetched, live map[int64]bool, renew map[int64]time.Time) ([]candidate, error) {
 	seqs := h.expired(now)
 	if len(seqs) == 0 {
 		return nil, nil

@@ -162,8 +162,9 @@ func (d *simDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 		return nil, err
 	}
 	out, err := d.db.BatchGetItem(ctx, in, o...)
-	if err == nil && d.w.opt.Broken&BreakPredecessorCheck != 0 {
-		// Blind the claim's read of lane predecessors.
+	if err == nil && d.w.opt.Broken&BreakPredecessorCheck != 0 && in.RequestItems[d.w.cfg.Table].ProjectionExpression != nil {
+		// Blind the claim's read of lane predecessors (its prefetch, the
+		// one read with a projection).
 		out.Responses = map[string][]map[string]types.AttributeValue{}
 		out.UnprocessedKeys = nil
 	}
