@@ -20,6 +20,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "drainer: refusing to start:", err)
 		os.Exit(1)
 	}
-	h := &lambdafn.DrainerHandler{Engine: rt.Ports, Clock: rt.Clock, Log: rt.Log, Metrics: rt.Obs, WriteMargin: rt.Engine.Config().WriteMargin}
+	h := &lambdafn.DrainerHandler{Engine: rt.Ports, Clock: rt.Clock, Log: rt.Log, Metrics: rt.Obs, WriteMargin: rt.Engine.Config().WriteMargin,
+		Partitions: rt.Ports.Partitions}
 	lambda.StartWithOptions(h.Invoke, lambda.WithEnableSIGTERM(func() { _ = rt.Obs.Flush() }))
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -34,6 +35,11 @@ type DrainerHandler struct {
 	// deadline leaves less than it can start no attempt, which is logged
 	// as a configuration error (the function's timeout is too short).
 	WriteMargin time.Duration
+	// Partitions bounds how many of a stream batch's partitions are
+	// drained at once (each under its own claim fence); 0 or 1: one after
+	// another. A batch naming several partitions then waits for the
+	// slowest, not for their sum.
+	Partitions int
 }
 
 // SweepResponse answers a scheduled invocation.
@@ -125,13 +131,32 @@ func (h *DrainerHandler) HandleStream(ctx context.Context, ev events.DynamoDBEve
 
 	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
 	var total SweepResponse
-	for _, p := range partitions {
-		err := h.drainPartition(ctx, p, until, &total)
-		if err == nil {
+	failed := make([]bool, len(partitions))
+	var mu sync.Mutex // guards total
+	sem := make(chan struct{}, max(h.Partitions, 1))
+	var wg sync.WaitGroup
+	for i, p := range partitions {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var mine SweepResponse
+			err := h.drainPartition(ctx, p, until, &mine)
+			mu.Lock()
+			total.addResponse(mine)
+			mu.Unlock()
+			if err != nil {
+				h.Log.WarnContext(ctx, "partition not drained; its records will be retried",
+					slog.Int("partition", p), slog.Any("error", err))
+				failed[i] = true
+			}
+		}()
+	}
+	wg.Wait()
+	for i, p := range partitions { // failures in partition order
+		if !failed[i] {
 			continue
 		}
-		h.Log.WarnContext(ctx, "partition not drained; its records will be retried",
-			slog.Int("partition", p), slog.Any("error", err))
 		for _, seq := range byPartition[p] {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seq})
 		}
@@ -179,6 +204,15 @@ func (h *DrainerHandler) flush() {
 	if err := h.Metrics.Flush(); err != nil {
 		h.Log.Error("flushing metrics failed", slog.Any("error", err))
 	}
+}
+
+// addResponse adds another response's counts; More is true if either's is.
+func (r *SweepResponse) addResponse(o SweepResponse) {
+	r.Claimed += o.Claimed
+	r.Started += o.Started
+	r.Ended += o.Ended
+	r.Released += o.Released
+	r.More = r.More || o.More
 }
 
 func (r *SweepResponse) add(st DrainStats) {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,6 +218,29 @@ func TestDrainer(t *testing.T) {
 		require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: "111100000000000000000002"}}, resp.BatchItemFailures)
 	})
 
+	t.Run("StreamPartitionsDrainAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// Each drain waits until the batch's two partitions are both in
+		// flight: drained one after another, the first would never return.
+		g := &gateEngine{fakeEngine: b.engine, want: 2, release: make(chan struct{})}
+		h := b.drainer()
+		h.Engine = g
+		h.Partitions = 4
+		b.engine.failOn[1] = true
+		var ev events.DynamoDBEvent
+		require.NoError(t, json.Unmarshal(readEvent(t, "dynamodb-stream.json"), &ev))
+		resp, err := h.HandleStream(context.Background(), ev)
+		require.NoError(t, err)
+		require.False(t, g.timedOut.Load(), "the partitions were not drained at once")
+		require.Equal(t, 2, int(g.peak.Load()))
+		require.ElementsMatch(t, []int{1, 2}, b.engine.drained)
+		require.Equal(t, []events.DynamoDBBatchItemFailure{
+			{ItemIdentifier: "111100000000000000000001"},
+			{ItemIdentifier: "111100000000000000000003"},
+		}, resp.BatchItemFailures, "the failed partition's records, in order")
+	})
+
 	t.Run("UnknownEventIsRefused", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -253,3 +277,35 @@ type deadlineCtx struct {
 }
 
 func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// gateEngine holds every DrainPartition until want of them are in flight
+// (or a minute passed: then timedOut says the drains did not overlap).
+type gateEngine struct {
+	*fakeEngine
+	want     int32
+	inFlight atomic.Int32
+	peak     atomic.Int32
+	timedOut atomic.Bool
+	once     sync.Once
+	release  chan struct{}
+}
+
+func (g *gateEngine) DrainPartition(ctx context.Context, p int, until time.Time) (DrainStats, error) {
+	n := g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
+	for {
+		old := g.peak.Load()
+		if n <= old || g.peak.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	if n >= g.want {
+		g.once.Do(func() { close(g.release) })
+	}
+	select {
+	case <-g.release:
+	case <-time.After(time.Minute):
+		g.timedOut.Store(true)
+	}
+	return g.fakeEngine.DrainPartition(ctx, p, until)
+}
