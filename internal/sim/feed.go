@@ -130,10 +130,7 @@ func (w *world) onInsert(p *proc, id string, it ddblocal.Item) {
 	r.tok = t
 	if t.ikey != "" {
 		for _, prev := range t.ids {
-			// Retained means: not gone and not past its TTL (reads treat an
-			// expired row as gone while DynamoDB's TTL lags).
-			if pr := w.rows[prev]; pr != nil && pr.gone == "" &&
-				!(has(pr.item, "ttl") && num(pr.item, "ttl") < w.clk.Now().Add(w.cfg.ClockSkew).Unix()) {
+			if w.retained(prev) {
 				w.violate("idempotency", []string{prev, id}, "token %s (idempotency key %s) has a second action %s while %s is retained", t.name, t.ikey, id, prev)
 			}
 		}
@@ -318,4 +315,13 @@ func onlyLinks(old, nw ddblocal.Item) bool {
 		}
 	}
 	return changed
+}
+
+// retained says whether action row id is still retained: not gone and not
+// past its TTL (reads treat an expired row as gone while DynamoDB's TTL
+// lags, so its idempotency key may be used again).
+func (w *world) retained(id string) bool {
+	pr := w.rows[id]
+	return pr != nil && pr.gone == "" &&
+		!(has(pr.item, "ttl") && num(pr.item, "ttl") < w.clk.Now().Add(w.cfg.ClockSkew).Unix())
 }

@@ -180,7 +180,7 @@ func (w *world) accept(t *token, rec *callRec, class outbox.DeliveryClass, id st
 		t.effectRef[id] = "ref-" + t.name
 	case outbox.IdempotentReceiver:
 		for _, c := range t.accepted {
-			if c.id != id && w.rows[c.id] != nil && w.rows[c.id].gone == "" {
+			if c.id != id && w.retained(c.id) {
 				w.violate("idempotent-duplicates", t.ids, "%s delivered with id %s while its action %s is retained", t.name, id, c.id)
 				break
 			}

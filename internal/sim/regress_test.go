@@ -26,6 +26,7 @@ var regressions = []struct {
 	{5784, 1000, "engine: blocked lanes at the front of the due index starved a claimable lane head (fixed: 72c4cdb)"},
 	{5923, 1000, "engine: as 5784"},
 	{6226, 1000, "engine: as 5784"},
+	{7526, 1000, "sim: the idempotent-duplicates check took a row past its TTL (DynamoDB's TTL days late) as retained after its key was rightly reused; it now judges retention as the idempotency check does"},
 	{1024, 500, "engine: a lane member ended out of order was deleted by retention while an earlier member was live; the chain ended there and its successor started (ADR 0006; fixed: successor relink)"},
 }
 
