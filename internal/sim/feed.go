@@ -79,6 +79,12 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 	part, _ := strconv.Atoi(pk[2:])
 	seq, _ := strconv.ParseInt(sk[2:], 10, 64)
 	id := outbox.ActionID(part, seq)
+	if c.NewImage != nil && state(c.NewImage) == outbox.StateADMITTED && (!has(c.NewImage, "due_pk") || !has(c.NewImage, "due_sk")) {
+		// Audit: an ADMITTED action is found only through the due index
+		// (ADR 0009 drops in-flight entries of ADMITTED rows), so every
+		// write that leaves a row ADMITTED must leave both due keys.
+		w.violate("admitted-in-due", []string{id}, "%s is ADMITTED without due keys (written by %v)", id, p)
+	}
 	if c.NewImage != nil && state(c.NewImage) == outbox.StateEXECUTING && !has(c.NewImage, "due_pk") {
 		w.outOfDue[id] = true
 	} else {
