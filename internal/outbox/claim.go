@@ -459,19 +459,22 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 	for _, g := range groups {
 		proposed += len(g)
 	}
+	wroteFence := false
 	for round := 0; len(groups) > 0 && round < 6; round++ {
 		// The fence item checks the version as before and, in the same
 		// write, records the actions claimed and forgets those seen settled.
-		set := map[int64]time.Time{}
+		// Both are bounded (fitFence) so the write stays within
+		// DynamoDB's expression limits however big the map.
+		claimed, except := map[int64]time.Time{}, map[int64]time.Time{}
 		for seq, t := range renew {
-			set[seq] = t
+			except[seq] = t
 		}
 		for _, g := range groups {
 			for _, c := range g {
-				set[c.a.Seq] = lx
+				claimed[c.a.Seq], except[c.a.Seq] = lx, lx
 			}
 		}
-		rm := h.removable(set)
+		set, rm := fitFence(h, claimed, renew, h.removable(except))
 		items := []types.TransactWriteItem{e.fenceItem(h, set, rm)}
 		type pos struct{ g, m int }
 		at := map[int]pos{}
@@ -495,6 +498,7 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		tok := e.token()
 		err := e.transact(ctx, items, tok)
 		if err == nil {
+			wroteFence = true
 			h.wrote(set, rm)
 			for _, g := range groups {
 				run := make([]Action, len(g))
@@ -548,6 +552,14 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 			}
 		}
 		groups = kept
+	}
+	if !wroteFence && h.pending(renew) {
+		// Nothing claimed: the entries seen settled or renewed still go,
+		// so that a map left big (a custom driver's) shrinks claim by
+		// claim even while the partition has nothing to take.
+		if err := e.inflightWrite(ctx, h, renew); err != nil {
+			return nil, err
+		}
 	}
 	res.Short = res.Claimed < proposed
 	e.obs.ClaimFinished(p, res.Claimed, res.Conflicts, res.Short)

@@ -64,6 +64,8 @@ func (h *fenceHold) settle(seq int64) {
 // removable lists the entries to remove with the holder's next fence write:
 // those seen settled that are in the map, except the ones claimed again in
 // that same write (a write may not set and remove one path).
+// At most maxFenceRemoves, lowest seq first; the rest wait for the next
+// write.
 func (h *fenceHold) removable(except map[int64]time.Time) []int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -79,7 +81,26 @@ func (h *fenceHold) removable(except map[int64]time.Time) []int64 {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	if len(out) > maxFenceRemoves {
+		out = out[:maxFenceRemoves]
+	}
 	return out
+}
+
+// pending reports whether the holder has entries to remove or to renew
+// with a fence write.
+func (h *fenceHold) pending(renew map[int64]time.Time) bool {
+	if len(renew) > 0 {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for seq := range h.settled {
+		if _, ok := h.inf[seq]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // wrote updates the holder's view after a fence write landed.
@@ -98,9 +119,10 @@ func (h *fenceHold) wrote(set map[int64]time.Time, removed []int64) {
 	}
 }
 
-// expired lists the entries whose lease has ended by now and that the
-// holder has not read yet, oldest lease first.
-func (h *fenceHold) expired(now time.Time) []int64 {
+// expired lists at most max entries whose lease has ended by now and that
+// the holder has not read yet, oldest lease first (then seq): a big map is
+// read a bounded slice per claim, never all at once.
+func (h *fenceHold) expired(now time.Time, max int) []int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []int64
@@ -109,9 +131,41 @@ func (h *fenceHold) expired(now time.Time) []int64 {
 			out = append(out, seq)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	byLease(out, h.inf)
+	if len(out) > max {
+		out = out[:max]
+	}
 	return out
 }
+
+// byLease sorts seqs by their entry's lease expiry, then seq.
+func byLease(seqs []int64, inf map[int64]time.Time) {
+	sort.Slice(seqs, func(i, j int) bool {
+		a, b := inf[seqs[i]], inf[seqs[j]]
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return seqs[i] < seqs[j]
+	})
+}
+
+// Bounds on the work one claim does on the in-flight map (the audit of ADR
+// 0009: a map of thousands of expired entries, left by a custom driver, must
+// neither fail a claim nor make one unbounded).
+const (
+	// maxInflightRead is how many expired entries one claim reads: one
+	// BatchGetItem request of 100 keys.
+	maxInflightRead = 100
+	// maxInflightRounds bounds the BatchGetItem rounds of that read;
+	// keys still unprocessed are read by a later claim.
+	maxInflightRounds = 3
+	// maxFenceRemoves bounds the entries one fence write removes; the
+	// rest go with the holder's next write.
+	maxFenceRemoves = 100
+	// maxFenceExpr keeps a fence write's update expression under
+	// DynamoDB's 4 KB limit on an expression string, with margin.
+	maxFenceExpr = 3800
+)
 
 // leave records an expired entry the holder read and must leave alone, so
 // that its later claims do not read it again.
@@ -255,6 +309,20 @@ func (e *Engine) readFenceHold(ctx context.Context, p int, owner string, version
 // claimed (and of leases found renewed) and removes the entries the holder
 // saw settle.
 func (e *Engine) fenceItem(h *fenceHold, set map[int64]time.Time, rm []int64) types.TransactWriteItem {
+	upd, names, vals := fenceUpdate(h, set, rm)
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(h.p), skFence),
+		UpdateExpression:          aws.String(upd),
+		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
+	}}
+}
+
+// fenceUpdate renders a fence write's update expression: set entries, then
+// removals.
+func fenceUpdate(h *fenceHold, set map[int64]time.Time, rm []int64) (string, map[string]string, map[string]types.AttributeValue) {
 	names := map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#inf": attrInflight}
 	vals := map[string]types.AttributeValue{":v": avN(h.version), ":o": avS(h.owner)}
 	seqs := make([]int64, 0, len(set))
@@ -276,14 +344,70 @@ func (e *Engine) fenceItem(h *fenceHold, set map[int64]time.Time, rm []int64) ty
 	if len(rm) > 0 {
 		upd += " REMOVE " + infPaths(rm, "#r", names)
 	}
-	return types.TransactWriteItem{Update: &types.Update{
+	return upd, names, vals
+}
+
+// fitFence bounds a claim's fence write so that its update expression stays
+// under maxFenceExpr: the claimed entries always go (a transaction holds
+// fewer than 100 items), then removals, then renewals, as many as fit. What
+// is left out waits: a removal for the holder's next write, a renewal for
+// the next claim's read of the entry.
+func fitFence(h *fenceHold, claimed, renew map[int64]time.Time, rm []int64) (map[int64]time.Time, []int64) {
+	set := make(map[int64]time.Time, len(claimed)+len(renew))
+	for seq, t := range claimed {
+		set[seq] = t
+	}
+	// Sizes of one part: "#inf.#sNNN = :sNNN, " and "#inf.#rNNN, ".
+	size := len(" REMOVE ") + 4 + 20*len(set)
+	n := 0
+	for n < len(rm) && size+12 <= maxFenceExpr {
+		size += 12
+		n++
+	}
+	rm = rm[:n]
+	rs := make([]int64, 0, len(renew))
+	for seq := range renew {
+		if _, ok := set[seq]; !ok {
+			rs = append(rs, seq)
+		}
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
+	for _, seq := range rs {
+		if size+20 > maxFenceExpr {
+			break
+		}
+		size += 20
+		set[seq] = renew[seq]
+	}
+	return set, rm
+}
+
+// inflightWrite writes the holder's pending removals and renewals alone, when
+// a claim found nothing to take: a big map still shrinks claim by claim.
+// Refused (the fence moved on) it does nothing; the next holder reads the
+// entries again.
+func (e *Engine) inflightWrite(ctx context.Context, h *fenceHold, renew map[int64]time.Time) error {
+	set, rm := fitFence(h, nil, renew, h.removable(renew))
+	if len(set) == 0 && len(rm) == 0 {
+		return nil
+	}
+	upd, names, vals := fenceUpdate(h, set, rm)
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 e.table(),
 		Key:                       key(partitionPK(h.p), skFence),
 		UpdateExpression:          aws.String(upd),
 		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: vals,
-	}}
+	})
+	if err != nil {
+		if isCondFailed(err) {
+			return nil
+		}
+		return fmt.Errorf("error updating in-flight map of partition %d: %w", h.p, err)
+	}
+	h.wrote(set, rm)
+	return nil
 }
 
 // inflightCandidates reads, with one consistent BatchGetItem (the one a
@@ -301,7 +425,7 @@ func (e *Engine) fenceItem(h *fenceHold, set map[int64]time.Time, rm []int64) ty
 //     or another build, and not read again by this hold.
 func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.Time,
 	fetched, live map[int64]bool, renew map[int64]time.Time) ([]candidate, error) {
-	seqs := h.expired(now)
+	seqs := h.expired(now, maxInflightRead)
 	if len(seqs) == 0 {
 		return nil, nil
 	}
@@ -310,10 +434,7 @@ func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.
 	for _, s := range seqs {
 		keys = append(keys, actionKey(h.p, s))
 	}
-	for round := 0; len(keys) > 0; round++ {
-		if round >= 10 {
-			return nil, fmt.Errorf("error reading in-flight rows of partition %d: unprocessed keys remain", h.p)
-		}
+	for round := 0; len(keys) > 0 && round < maxInflightRounds; round++ {
 		n := min(len(keys), 100)
 		out, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}},
@@ -331,8 +452,21 @@ func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.
 			keys = append(keys, un.Keys...)
 		}
 	}
+	// Keys still unprocessed (throttling) are not judged: a missing row
+	// would read as gone. A later claim reads them again.
+	unread := map[int64]bool{}
+	for _, k := range keys {
+		if sk, ok := k[attrSK].(*types.AttributeValueMemberS); ok {
+			if seq, ok := seqFromActionSK(sk.Value); ok {
+				unread[seq] = true
+			}
+		}
+	}
 	var out []candidate
 	for _, seq := range seqs {
+		if unread[seq] {
+			continue
+		}
 		it := rows[seq]
 		if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)) != StateEXECUTING || has(it, attrDuePK) {
 			// Gone, ended, ADMITTED (in due) or back in due. Not marked
@@ -393,28 +527,41 @@ func mergeCandidates(due, inflight []candidate) []candidate {
 	return out
 }
 
+// maxReapInflight bounds the in-flight rows one reaper run reads per
+// partition: ten BatchGetItem rounds of 100 keys.
+const maxReapInflight = 1000
+
 // inflightRows reads the rows a partition's fence map names that are
 // EXECUTING and out of the due index: the reaper's view of the actions a
 // claim took out of due. The reads are eventually consistent (the reaper
-// reads every row it ends again, consistently).
-func (e *Engine) inflightRows(ctx context.Context, p int) ([]Action, error) {
+// reads every row it ends again, consistently). It reads at most
+// maxReapInflight entries, oldest lease first (the expired ones, which are
+// what the reaper ends, come first), and returns how many entries it left
+// unread for a later run: nothing is dropped silently.
+func (e *Engine) inflightRows(ctx context.Context, p int) ([]Action, int, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: key(partitionPK(p), skFence),
 		ProjectionExpression: aws.String("#inf"), ExpressionAttributeNames: map[string]string{"#inf": attrInflight},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error reading claim fence: %w", err)
+		return nil, 0, fmt.Errorf("error reading claim fence: %w", err)
 	}
 	inf := decodeInflight(out.Item)
 	seqs := make([]int64, 0, len(inf))
 	for seq := range inf {
 		seqs = append(seqs, seq)
 	}
-	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
-	rows := map[int64]map[string]types.AttributeValue{}
-	if err := e.batchRead(ctx, p, seqs, rows); err != nil {
-		return nil, err
+	byLease(seqs, inf)
+	left := 0
+	if len(seqs) > maxReapInflight {
+		left, seqs = len(seqs)-maxReapInflight, seqs[:maxReapInflight]
 	}
+	rows := map[int64]map[string]types.AttributeValue{}
+	unread, err := e.batchRead(ctx, p, seqs, rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	left += unread
 	now := e.clk.Now()
 	var acts []Action
 	for _, seq := range seqs {
@@ -426,5 +573,14 @@ func (e *Engine) inflightRows(ctx context.Context, p int) ([]Action, error) {
 		a.Payload = nil
 		acts = append(acts, a)
 	}
-	return acts, nil
+	return acts, left, nil
+}
+
+// seqFromActionSK reads the seq back from an action row's sort key.
+func seqFromActionSK(sk string) (int64, bool) {
+	if len(sk) < 3 || sk[:2] != "A#" {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(sk[2:], 10, 64)
+	return seq, err == nil
 }

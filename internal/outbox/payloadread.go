@@ -43,7 +43,8 @@ func (e *Engine) readClaimed(ctx context.Context, p int, groups [][]Action) map[
 	if hi-lo+1 <= int64(2*len(seqs)) {
 		err = e.queryRange(ctx, p, lo, hi, out)
 	} else {
-		err = e.batchRead(ctx, p, seqs, out)
+		// Rows left unread are read one by one by their attempts.
+		_, err = e.batchRead(ctx, p, seqs, out)
 	}
 	if err != nil {
 		return nil
@@ -79,7 +80,10 @@ func (e *Engine) queryRange(ctx context.Context, p int, lo, hi int64, out map[in
 	return nil
 }
 
-func (e *Engine) batchRead(ctx context.Context, p int, seqs []int64, out map[int64]map[string]types.AttributeValue) error {
+// batchRead reads the rows of seqs, eventually consistent, in at most 10
+// BatchGetItem rounds of 100 keys, and returns how many keys it left unread
+// (more than 1,000, or unprocessed): the caller says what it does with them.
+func (e *Engine) batchRead(ctx context.Context, p int, seqs []int64, out map[int64]map[string]types.AttributeValue) (int, error) {
 	keys := make([]map[string]types.AttributeValue, 0, len(seqs))
 	for _, s := range seqs {
 		keys = append(keys, actionKey(p, s))
@@ -90,7 +94,7 @@ func (e *Engine) batchRead(ctx context.Context, p int, seqs []int64, out map[int
 			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {Keys: keys[:n]}},
 		})
 		if err != nil {
-			return fmt.Errorf("error reading claimed rows of partition %d: %w", p, err)
+			return len(keys), fmt.Errorf("error reading claimed rows of partition %d: %w", p, err)
 		}
 		for _, it := range r.Responses[e.cfg.Table] {
 			if a, ok := decodeAction(it); ok {
@@ -102,7 +106,7 @@ func (e *Engine) batchRead(ctx context.Context, p int, seqs []int64, out map[int
 			keys = append(keys, un.Keys...)
 		}
 	}
-	return nil
+	return len(keys), nil
 }
 
 // usableClaimedRow reports whether an eventually consistent read of a

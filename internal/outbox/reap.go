@@ -24,6 +24,10 @@ type PartitionGauges struct {
 	ClaimedDepth   int           // EXECUTING actions under a live lease
 	StuckLaneHeads int           // laned actions due for longer than StuckAfter
 	OldestDueAge   time.Duration // how long the oldest due action has waited
+	// InflightUnread counts the claim fence's in-flight entries (ADR 0009)
+	// this run did not read: more than it reads per run (oldest lease
+	// first), or throttled. A later run reads them.
+	InflightUnread int
 }
 
 // Reap ends what a lost lease or the calendar makes final, in every
@@ -88,10 +92,11 @@ func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (Par
 	// Claimed actions are out of due: the fence's in-flight map names them.
 	// The reaper does not hold the fence, so it never writes the map; the
 	// entries of what it ends go with the next holder's claim.
-	inflight, err := e.inflightRows(ctx, p)
+	inflight, unread, err := e.inflightRows(ctx, p)
 	if err != nil {
 		return g, err
 	}
+	g.InflightUnread = unread
 	at := map[int64]int{}
 	for i, a := range rows {
 		at[a.Seq] = i
