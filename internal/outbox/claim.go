@@ -553,10 +553,11 @@ func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		}
 		groups = kept
 	}
-	if !wroteFence && h.pending(renew) {
-		// Nothing claimed: the entries seen settled or renewed still go,
-		// so that a map left big (a custom driver's) shrinks claim by
-		// claim even while the partition has nothing to take.
+	if !wroteFence && cp.hold == nil && h.pending(renew) {
+		// Nothing claimed by a caller of the exported Claim: the entries
+		// it read settled or renewed still go, so that a map left big (a
+		// custom driver's) shrinks claim by claim even while the partition
+		// has nothing to take. A held fence's release removes them.
 		if err := e.inflightWrite(ctx, h, renew); err != nil {
 			return nil, err
 		}
