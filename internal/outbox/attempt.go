@@ -84,9 +84,12 @@ func (e *Engine) fenceWrite(ctx context.Context, a *Action) error {
 // whose head did not end, or the drainer's deadline): the attempt does not
 // count. One whose write fence is set stays EXECUTING with its lease ended,
 // so the next claim reads back first; but a fence its own claim set (ADR
-// 0008) goes with the release, since the provider was not called. Either way
-// the row goes back into the due index (ADR 0009). settled reports that the
-// write landed.
+// 0008) goes with the release, since the provider was not called — unless
+// the claim was a reclaim: an earlier claim's attempt may have called, and
+// the fence is the only proof of it left, so it stays (EXECUTING, lease
+// ended) and the action is never taken for one that did not start.
+// Either way the row goes back into the due index (ADR 0009). settled
+// reports that the write landed.
 func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err error) {
 	now := e.clk.Now().UTC()
 	var upd string
@@ -94,7 +97,7 @@ func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err erro
 		names: map[string]string{"#lx": attrLease, "#dpk": attrDuePK, "#dsk": attrDueSK},
 		vals:  map[string]types.AttributeValue{":dpk": avS(duePK(a.Partition))},
 	})
-	if a.WriteStartedAt.IsZero() || a.claimFenced {
+	if a.WriteStartedAt.IsZero() || (a.claimFenced && !a.reclaimed) {
 		// Back where it was due when claimed (the index's order is the
 		// claims' order, DESIGN.md §5.5).
 		at := a.NextAttemptAt
@@ -236,6 +239,13 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 			res = safeCall(spec.Class, true, func() Result { return ad.Execute(xctx, att) })
 			cancel()
 			res = normalizeResult(spec.Class, true, res)
+		} else if a.claimFenced && a.reclaimed {
+			// Set by a reclaim, the fence also stands for the earlier
+			// claim's attempt, which may have called: it must not go (ADR
+			// 0008, amended). The lease ends after the backoff with the
+			// fence kept, as after a Reread, and the last attempt ends
+			// UNCERTAIN, never FAILED.
+			res = Result{Outcome: OutcomeReread, Err: errNoCallBudget}
 		} else {
 			// The fence landed (or, set by the claim, was still there after
 			// Prepare) with no lease left to call within: nothing was sent,

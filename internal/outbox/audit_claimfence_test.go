@@ -75,3 +75,73 @@ func TestAuditReclaimedClaimFencedHeadGivenBackLosesItsStart(t *testing.T) {
 	require.False(t, got.State == StateCANCELLED && got.StopReason == StopExpired,
 		"sent once (attempt 1), yet ended %s/%s as if it never started", got.State, got.StopReason)
 }
+
+// A claim-fenced head given back uncalled: claimed from ADMITTED it goes
+// back ADMITTED, uncounted, with the claim's fence removed (nothing could
+// have been sent); claimed from EXECUTING (a reclaim) it keeps the fence
+// and its count, EXECUTING with the lease ended, so the earlier attempt's
+// possible call is not forgotten (ADR 0008, amended).
+func TestClaimFencedReleaseKeepsFenceOnlyAfterReclaim(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	calls := 0
+	reg := NewRegistry()
+	require.NoError(t, reg.Register(slowPrepare{clk: clk, calls: &calls}))
+	e, err := New(ddblocal.New(ddblocal.WithClock(clk)), clk, reg, Config{Table: "ferry", Partitions: 1})
+	require.NoError(t, err)
+	require.NoError(t, e.EnsureTable(ctx))
+	r, err := e.Enqueue(ctx, EnqueueParams{Kind: "slow", WorkspaceID: "ws", Payload: []byte(`{}`),
+		ExpiresAt: clk.Now().Add(time.Hour)})
+	require.NoError(t, err)
+
+	claim := func(owner string) Action {
+		t.Helper()
+		v, err := e.FenceTake(ctx, 0, owner, clk.Now().Add(time.Minute))
+		require.NoError(t, err)
+		cr, err := e.Claim(ctx, 0, ClaimParams{Owner: owner, Version: v, Limit: 1})
+		require.NoError(t, err)
+		require.Equal(t, 1, cr.Claimed)
+		a := cr.Groups[0][0]
+		require.True(t, a.claimFenced)
+		return a
+	}
+
+	// Claimed from ADMITTED and given back: uncounted, fence gone.
+	a := claim("d1")
+	require.False(t, a.reclaimed)
+	settled, err := e.release(ctx, &a)
+	require.NoError(t, err)
+	require.True(t, settled)
+	got, err := e.ActionGet(ctx, r.Action.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateADMITTED, got.State)
+	require.Equal(t, 0, got.Attempt, "an ADMITTED give-back does not count")
+	require.True(t, got.WriteStartedAt.IsZero(), "its own claim's fence goes with it")
+
+	// Claimed again, its drainer dies (it may have called); reclaimed after
+	// the lease and given back: the fence stays, EXECUTING, counted.
+	clk.Advance(2 * time.Minute) // d1's claim fence lease ends
+	claim("d2")
+	clk.Advance(6 * time.Minute)
+	b := claim("d3")
+	require.True(t, b.reclaimed)
+	settled, err = e.release(ctx, &b)
+	require.NoError(t, err)
+	require.True(t, settled)
+	got, err = e.ActionGet(ctx, r.Action.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateEXECUTING, got.State)
+	require.False(t, got.WriteStartedAt.IsZero(), "the reclaim's give-back keeps the proof of a possible call")
+	require.Equal(t, 2, got.Attempt)
+	require.False(t, got.LeaseExpiresAt.After(clk.Now()), "due again now")
+
+	// Expired, the reaper does not take it for one that never started.
+	clk.Advance(2 * time.Hour)
+	_, err = e.Reap(ctx)
+	require.NoError(t, err)
+	got, err = e.ActionGet(ctx, r.Action.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateEXECUTING, got.State, "left for a reclaim (a resend is harmless), not cancelled: stop %s", got.StopReason)
+	require.False(t, got.WriteStartedAt.IsZero())
+	require.Zero(t, calls)
+}
