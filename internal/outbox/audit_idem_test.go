@@ -1,0 +1,79 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/ddblocal"
+)
+
+// failIdemExpire fails the end's write of the idempotency record's TTL once,
+// as when the drainer's process dies right after the end's write.
+type failIdemExpire struct {
+	DynamoDB
+	armed bool
+}
+
+func (f *failIdemExpire) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if f.armed && strings.HasPrefix(getS(in.Key, attrPK), "K#") {
+		f.armed = false
+		return nil, context.Canceled
+	}
+	return f.DynamoDB.UpdateItem(ctx, in, o...)
+}
+
+// Audit (ADR 0007 x ADR 0010): the written-first record carries the
+// action's payload, and only idemExpire (one write right after the end)
+// removes it. When that write is lost, nothing ever retries it: DynamoDB's
+// TTL removes the ended row (and its journal item) but the record has no
+// TTL and keeps the payload for as long as its key is not used again — an
+// ended action whose payload survives it (DESIGN.md §3, §5.10; ADR 0007
+// says the copy "goes when the action ends"). Expected: once the action is
+// gone, no copy of its payload is left.
+func TestAuditRecordPayloadOutlivesItsActionWhenIdemExpireIsLost(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	f := &failIdemExpire{DynamoDB: db}
+	reg := NewRegistry()
+	require.NoError(t, reg.Register(pairAdapter{}))
+	e, err := New(f, clk, reg, Config{Table: "ferry", Partitions: 1, Retention: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, e.EnsureTable(ctx))
+
+	r, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: "k1", Payload: []byte(`{"secret":"s3cr3t"}`)})
+	require.NoError(t, err)
+	f.armed = true
+	_, err = e.Sweep(ctx, DrainParams{})
+	require.True(t, err == nil || errors.Is(err, context.Canceled), "%v", err)
+	got, err := e.ActionGet(ctx, r.Action.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateDONE, got.State)
+
+	// Later drains, reaps and retention runs; TTL removes the ended row.
+	clk.Advance(2 * time.Hour)
+	db.SweepTTL()
+	_, err = e.Sweep(ctx, DrainParams{})
+	require.NoError(t, err)
+	_, err = e.Reap(ctx)
+	require.NoError(t, err)
+	_, err = e.Retain(ctx)
+	require.NoError(t, err)
+	clk.Advance(30 * 24 * time.Hour)
+	db.SweepTTL()
+
+	_, err = e.ActionGet(ctx, r.Action.ID)
+	require.ErrorIs(t, err, ErrNotFound, "the action is gone")
+	rec, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("ferry"), Key: key(idemPK("ws", "k1"), skIdem), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	require.False(t, rec.Item != nil && has(rec.Item, attrPayload),
+		"the idempotency record still holds the payload of an action that ended and is gone: %v", rec.Item)
+}
