@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/clock"
@@ -56,7 +57,16 @@ func TestAuditRecordPayloadOutlivesItsActionWhenIdemExpireIsLost(t *testing.T) {
 	require.True(t, err == nil || errors.Is(err, context.Canceled), "%v", err)
 	got, err := e.ActionGet(ctx, r.Action.ID)
 	require.NoError(t, err)
-	require.Equal(t, StateDONE, got.State)
+	// Since the fix (ADR 0007, amended) the record's write comes before the
+	// end: lost, it keeps the end from being written (the action stays
+	// EXECUTING and is reclaimed after its lease), so no end stands with
+	// its record still carrying the payload.
+	require.Contains(t, []State{StateDONE, StateEXECUTING}, got.State)
+	if got.State == StateDONE {
+		rec, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("ferry"), Key: key(idemPK("ws", "k1"), skIdem), ConsistentRead: aws.Bool(true)})
+		require.NoError(t, err)
+		require.False(t, has(rec.Item, attrPayload), "ended, and its record still carries the payload")
+	}
 
 	// Later drains, reaps and retention runs; TTL removes the ended row.
 	clk.Advance(2 * time.Hour)
@@ -76,4 +86,72 @@ func TestAuditRecordPayloadOutlivesItsActionWhenIdemExpireIsLost(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, rec.Item != nil && has(rec.Item, attrPayload),
 		"the idempotency record still holds the payload of an action that ended and is gone: %v", rec.Item)
+}
+
+// failEndWrite fails the end's write of the action row once (after the
+// idempotency record's write that precedes it), as when the claim was lost.
+type failEndWrite struct {
+	DynamoDB
+	armed bool
+}
+
+func (f *failEndWrite) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if f.armed && strings.HasPrefix(getS(in.Key, attrPK), "P#") && strings.Contains(aws.ToString(in.UpdateExpression), "#ea") {
+		f.armed = false
+		return nil, context.Canceled
+	}
+	return f.DynamoDB.UpdateItem(ctx, in, o...)
+}
+
+// The record's strip and TTL are written before the end (ADR 0007,
+// amended); when the end then does not land, the action is live, so the
+// record's TTL is taken off again (DESIGN.md §5.6: a second enqueue with the
+// key returns the action while it is retained). Its end, later, gives the
+// record its TTL again.
+func TestIdemRecordKeepsNoTTLWhileItsActionIsLive(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	f := &failEndWrite{DynamoDB: db}
+	reg := NewRegistry()
+	require.NoError(t, reg.Register(pairAdapter{}))
+	e, err := New(f, clk, reg, Config{Table: "ferry", Partitions: 1, Retention: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, e.EnsureTable(ctx))
+	rec := func() map[string]types.AttributeValue {
+		t.Helper()
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("ferry"), Key: key(idemPK("ws", "k1"), skIdem), ConsistentRead: aws.Bool(true)})
+		require.NoError(t, err)
+		require.NotNil(t, out.Item)
+		return out.Item
+	}
+
+	r, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: "k1", Payload: []byte(`{"secret":"s3cr3t"}`)})
+	require.NoError(t, err)
+	f.armed = true
+	_, err = e.Sweep(ctx, DrainParams{})
+	require.True(t, err == nil || errors.Is(err, context.Canceled), "%v", err)
+	require.False(t, f.armed, "the end's write was attempted")
+	got, err := e.ActionGet(ctx, r.Action.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateEXECUTING, got.State)
+	require.False(t, has(rec(), attrTTL), "the action is live: its record keeps no TTL")
+	require.False(t, has(rec(), attrPayload), "the action's row exists: the copy is not needed")
+
+	// Long after the record's TTL would have passed, the key still finds it.
+	clk.Advance(3 * time.Hour)
+	again, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: "k1", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.Equal(t, r.Action.ID, again.Action.ID)
+
+	// Reclaimed and ended: the record gets its TTL, past the row's.
+	_, err = e.Sweep(ctx, DrainParams{})
+	require.NoError(t, err)
+	got, err = e.ActionGet(ctx, r.Action.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateDONE, got.State)
+	it := rec()
+	require.True(t, has(it, attrTTL))
+	require.False(t, has(it, attrPayload))
+	require.GreaterOrEqual(t, getN(it, attrTTL), got.EndedAt.Add(time.Hour).Unix())
 }

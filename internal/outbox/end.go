@@ -83,12 +83,13 @@ func (e *Engine) retentionOf(kind string) time.Duration {
 // end writes the end of an action: terminal state, stop reason, ended time
 // and TTL; the payload and the due index keys go. The ending is then
 // recorded in the retention journal of ctx (a batch's), or in a journal
-// item of its own (ADR 0010). The ended hook's items, the
-// lane tail cleanup (when this action is its lane's tail) and the
-// idempotency record's TTL go in the same transaction; with none of them the
-// end is a single conditional UpdateItem. A refused condition comes back as
-// an error for which isCondFailed is true.
-func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, error) {
+// item of its own (ADR 0010). The ended hook's items and the lane tail
+// cleanup (when this action is its lane's tail) go in the same transaction;
+// with none of them the end is a single conditional UpdateItem. An action
+// with an idempotency key has its record stripped and given its TTL just
+// before (ADR 0007, amended). A refused condition comes back as an error
+// for which isCondFailed is true.
+func (e *Engine) end(ctx context.Context, a *Action, p endParams) (_ *Action, err error) {
 	if !p.To.Ended() {
 		return nil, fmt.Errorf("outbox: end to non-terminal state %s", p.To)
 	}
@@ -188,6 +189,26 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 	if err := laneItems(true); err != nil {
 		return nil, err
 	}
+	if a.IdempotencyKey != "" {
+		// The record loses its copy of the action and gets its TTL before
+		// the end is written (ADR 0007, amended): an end that stands thus
+		// never leaves a payload behind in its record, even when the
+		// process dies right after it. The action's row exists (it was
+		// read to decide this end), so the written-first recovery no
+		// longer needs the copy. The TTL has a slack over the row's, which
+		// is taken a little later, so the record outlives its action's
+		// tombstone (DESIGN.md §5.6).
+		if err := e.idemExpire(ctx, a, expiry.Add(idemTTLSlack+e.cfg.ClockSkew)); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				// Refused or failed, the action may still be live: its
+				// record must not expire before it does.
+				e.idemUnexpire(context.WithoutCancel(ctx), a)
+			}
+		}()
+	}
 	const maxRelinkTries = 8
 	relinks := 0
 	for try := 0; ; try++ {
@@ -245,8 +266,6 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 		// may have landed though no answer said so (an ambiguous try whose
 		// read-back failed), and listing a row that did not end costs
 		// retention one skipped read, while missing one leaves it to TTL.
-		// Journaled before the idempotency record's write, which may fail
-		// after the ending stands.
 		e.journalEnd(ctx, a.Partition, a.Seq, ret, expiry)
 		if err != nil {
 			if isCondFailed(err) {
@@ -254,24 +273,22 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 			}
 			return nil, fmt.Errorf("error ending action %s as %s: %w", a.ID, p.To, err)
 		}
-		if a.IdempotencyKey != "" {
-			// The record's TTL follows in its own write (1 unit, where a
-			// transaction item costs 2). If it is lost, the record simply
-			// outlives its action: the next enqueue with the key finds the
-			// action gone and replaces the record.
-			if err := e.idemExpire(ctx, a, expiry); err != nil {
-				return nil, err
-			}
-		}
 		e.obs.ActionEnded(&ended, p.Result.Outcome, p.Reason)
 		return &ended, nil
 	}
 }
 
-// idemExpire gives an ended action's idempotency record the action's TTL,
-// and removes the copy of the action a written-first record carries (ADR
-// 0007): an ended action keeps no payload, and neither does its record.
-// Billed on the record's old size: 1 unit for a 1 KB action.
+// idemTTLSlack is how much later than its action's row an idempotency
+// record expires: the record's TTL is written before the end (which takes
+// its own time and TTL a little later), and a later end by another holder
+// writes it again.
+const idemTTLSlack = time.Hour
+
+// idemExpire gives an ending action's idempotency record its TTL, and
+// removes the copy of the action a written-first record carries (ADR 0007):
+// an ended action keeps no payload, and neither does its record. It is
+// written just before the end (ADR 0007, amended). Billed on the record's
+// old size: 1 unit for a 1 KB action.
 func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) error {
 	names := map[string]string{"#ttl": attrTTL, "#id": attrID}
 	// The payload first, under the name every end uses for it.
@@ -295,4 +312,32 @@ func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) er
 		return fmt.Errorf("error setting TTL of idempotency record of %s: %w", a.ID, err)
 	}
 	return nil
+}
+
+// idemUnexpire takes the TTL off an idempotency record again after the end
+// it was written for did not land (refused, or failed): while its action is
+// live (checked in the same transaction) the record must stay, so that an
+// enqueue with its key finds the action (DESIGN.md §5.6). If the action
+// ended meanwhile, its end wrote the TTL and this changes nothing. The copy
+// of the action does not come back: the action's row exists. Best effort:
+// only a refused or failed end pays it, and if it is lost too the record
+// expires at its action's retention plus idemTTLSlack.
+func (e *Engine) idemUnexpire(ctx context.Context, a *Action) {
+	_ = e.transact(ctx, []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{
+			TableName: e.table(), Key: actionKey(a.Partition, a.Seq),
+			ConditionExpression:      aws.String("#st IN (:pro, :adm, :exe)"),
+			ExpressionAttributeNames: map[string]string{"#st": attrState},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pro": avS(string(StatePROPOSED)), ":adm": avS(string(StateADMITTED)), ":exe": avS(string(StateEXECUTING)),
+			},
+		}},
+		{Update: &types.Update{
+			TableName: e.table(), Key: key(idemPK(a.WorkspaceID, a.IdempotencyKey), skIdem),
+			UpdateExpression:          aws.String("REMOVE #ttl"),
+			ConditionExpression:       aws.String("#id = :id"),
+			ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL, "#id": attrID},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avS(a.ID)},
+		}},
+	}, e.token())
 }

@@ -66,6 +66,13 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 		}
 		return
 	}
+	if sk == "K" {
+		if c.NewImage != nil && has(c.NewImage, "pl") {
+			w.recCopy[pk] = str(c.NewImage, "id")
+		} else {
+			delete(w.recCopy, pk)
+		}
+	}
 	if sk == "K" && c.NewImage != nil && has(c.NewImage, "ttl") && has(c.NewImage, "pl") {
 		// A written-first idempotency record carries its action's payload
 		// until the action ends (ADR 0007); then, like the action, it
@@ -245,6 +252,12 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 		r.endedBy = p
 		if str(nw, "sr") == "" || has(nw, "pl") || !has(nw, "ttl") {
 			w.violate("ended-shape", []string{id}, "ended action %s has stop reason %q, payload %v, TTL %v", id, str(nw, "sr"), has(nw, "pl"), has(nw, "ttl"))
+			return
+		}
+		if ik := str(nw, "ikey"); ik != "" && w.recCopy["K#"+str(nw, "ws")+"#"+ik] == id {
+			// The record's copy goes before the end (ADR 0007, amended):
+			// an end never stands while its record keeps the payload.
+			w.violate("ended-shape", []string{id}, "ended action %s: its idempotency record still carries its payload", id)
 			return
 		}
 	}

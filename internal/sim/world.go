@@ -195,7 +195,10 @@ type world struct {
 	// and the EXECUTING actions that are not in the due index.
 	inflight map[int]map[int64]bool
 	outOfDue map[string]bool
-	calls    []*callRec // provider calls still in flight
+	// recCopy: the idempotency records (by pk) that carry a copy of their
+	// action, and that action's id (ADR 0007).
+	recCopy map[string]string
+	calls   []*callRec // provider calls still in flight
 
 	excused map[string]string // live at the end, and why that is allowed
 }
@@ -269,6 +272,7 @@ func newWorld(opt Options) *world {
 		fences:   map[int]fenceState{},
 		inflight: map[int]map[int64]bool{},
 		outOfDue: map[string]bool{},
+		recCopy:  map[string]string{},
 		res: &Result{Seed: opt.Seed, Steps: opt.Steps, Faults: map[string]int{}, Actions: map[string]int{},
 			Ops: map[string]int{}},
 	}
