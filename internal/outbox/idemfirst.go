@@ -269,7 +269,12 @@ func (e *Engine) eraseIdemRecord(ctx context.Context, pk, sk string) error {
 	}
 	a, ok := pendingFromRecord(out.Attributes)
 	if !ok {
-		return nil
+		// A record kept in its action's transaction (laned, batch, library
+		// mode) or an ended one: its action has the same subject. A lagging
+		// subject index can show the record without the action; erase the
+		// action too, or the key would be free while the action lives
+		// (invariant 6) and the action would outlive its subject's erasure.
+		return e.eraseRecordAction(ctx, getS(out.Attributes, attrID))
 	}
 	err = e.seal(ctx, a.Partition, a.Seq)
 	if err == nil || !isCondFailed(err) {
@@ -284,6 +289,22 @@ func (e *Engine) eraseIdemRecord(ctx context.Context, pk, sk string) error {
 	}
 	if _, err := e.eraseRow(ctx, partitionPK(a.Partition), actionSK(a.Seq)); err != nil {
 		return err
+	}
+	return nil
+}
+
+// eraseRecordAction erases the action an erased idempotency record named,
+// if it is still there (an erased or deleted row is left as it is).
+func (e *Engine) eraseRecordAction(ctx context.Context, id string) error {
+	if id == "" {
+		return nil
+	}
+	p, seq, err := ParseActionID(id)
+	if err != nil || p < 0 || p >= e.cfg.Partitions {
+		return nil // not an action this table's layout can hold
+	}
+	if _, err := e.eraseRow(ctx, partitionPK(p), actionSK(seq)); err != nil {
+		return fmt.Errorf("error erasing action %s of an erased idempotency record: %w", id, err)
 	}
 	return nil
 }
