@@ -44,11 +44,7 @@ func TestAuditRecordPayloadOutlivesItsActionWhenIdemExpireIsLost(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	db := ddblocal.New(ddblocal.WithClock(clk))
 	f := &failIdemExpire{DynamoDB: db}
-	reg := NewRegistry()
-	require.NoError(t, reg.Register(pairAdapter{}))
-	e, err := New(f, clk, reg, Config{Table: "ferry", Partitions: 1, Retention: time.Hour})
-	require.NoError(t, err)
-	require.NoError(t, e.EnsureTable(ctx))
+	e := newPairEngine(t, f, clk, Config{Table: "ferry", Partitions: 1, Retention: time.Hour})
 
 	r, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: "k1", Payload: []byte(`{"secret":"s3cr3t"}`)})
 	require.NoError(t, err)
@@ -113,11 +109,7 @@ func TestIdemRecordKeepsNoTTLWhileItsActionIsLive(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	db := ddblocal.New(ddblocal.WithClock(clk))
 	f := &failEndWrite{DynamoDB: db}
-	reg := NewRegistry()
-	require.NoError(t, reg.Register(pairAdapter{}))
-	e, err := New(f, clk, reg, Config{Table: "ferry", Partitions: 1, Retention: time.Hour})
-	require.NoError(t, err)
-	require.NoError(t, e.EnsureTable(ctx))
+	e := newPairEngine(t, f, clk, Config{Table: "ferry", Partitions: 1, Retention: time.Hour})
 	rec := func() map[string]types.AttributeValue {
 		t.Helper()
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("ferry"), Key: key(idemPK("ws", "k1"), skIdem), ConsistentRead: aws.Bool(true)})

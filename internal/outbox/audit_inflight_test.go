@@ -21,11 +21,7 @@ import (
 func TestAuditManyExpiredInflightEntriesDoNotWedgeThePartition(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	reg := NewRegistry()
-	require.NoError(t, reg.Register(pairAdapter{}))
-	e, err := New(ddblocal.New(ddblocal.WithClock(clk)), clk, reg, Config{Table: "ferry", Partitions: 1})
-	require.NoError(t, err)
-	require.NoError(t, e.EnsureTable(ctx))
+	e := newPairEngine(t, ddblocal.New(ddblocal.WithClock(clk)), clk, Config{Table: "ferry", Partitions: 1})
 
 	const n = 1050
 	for range n {

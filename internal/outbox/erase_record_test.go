@@ -21,11 +21,7 @@ func TestErasingARecordErasesItsAction(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	db := ddblocal.New(ddblocal.WithClock(clk))
-	reg := NewRegistry()
-	require.NoError(t, reg.Register(pairAdapter{}))
-	e, err := New(db, clk, reg, Config{Table: "ferry", Partitions: 2, Retention: time.Hour})
-	require.NoError(t, err)
-	require.NoError(t, e.EnsureTable(ctx))
+	e := newPairEngine(t, db, clk, Config{Table: "ferry", Partitions: 2, Retention: time.Hour})
 
 	params := EnqueueParams{Kind: "p", WorkspaceID: "ws", LaneKey: "l1", SubjectID: "s1",
 		IdempotencyKey: "k1", Payload: []byte(`{"secret":"s3cr3t"}`)}

@@ -22,12 +22,8 @@ import (
 func TestBigExpiredInflightMapDrainsClaimByClaim(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	reg := NewRegistry()
-	require.NoError(t, reg.Register(pairAdapter{}))
 	db := ddblocal.New(ddblocal.WithClock(clk))
-	e, err := New(db, clk, reg, Config{Table: "ferry", Partitions: 1})
-	require.NoError(t, err)
-	require.NoError(t, e.EnsureTable(ctx))
+	e := newPairEngine(t, db, clk, Config{Table: "ferry", Partitions: 1})
 	mapLen := func() int {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String("ferry"), Key: key(partitionPK(0), skFence), ConsistentRead: aws.Bool(true),

@@ -19,11 +19,7 @@ func retainFixture(t *testing.T, expired, kept int, opts ...ddblocal.Option) (*E
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	db := ddblocal.New(append([]ddblocal.Option{ddblocal.WithClock(clk)}, opts...)...)
-	reg := NewRegistry()
-	require.NoError(t, reg.Register(pairAdapter{}))
-	e, err := New(db, clk, reg, Config{Table: "ferry", Partitions: 2, Retention: time.Hour})
-	require.NoError(t, err)
-	require.NoError(t, e.EnsureTable(ctx))
+	e := newPairEngine(t, db, clk, Config{Table: "ferry", Partitions: 2, Retention: time.Hour})
 	var ids []string
 	enq := func(n int) {
 		for range n {

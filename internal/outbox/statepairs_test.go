@@ -26,11 +26,7 @@ func TestEveryStatePairAgainstTheStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	reg := NewRegistry()
-	require.NoError(t, reg.Register(pairAdapter{}))
-	e, err := New(ddblocal.New(ddblocal.WithClock(clk)), clk, reg, Config{Table: "ferry", Partitions: 1})
-	require.NoError(t, err)
-	require.NoError(t, e.EnsureTable(ctx))
+	e := newPairEngine(t, ddblocal.New(ddblocal.WithClock(clk)), clk, Config{Table: "ferry", Partitions: 1})
 
 	claimOne := func(a Action) error {
 		now := clk.Now()
@@ -129,4 +125,20 @@ func mustGet(t *testing.T, e *Engine, id string) Action {
 	a, err := e.ActionGet(context.Background(), id)
 	require.NoError(t, err)
 	return *a
+}
+
+// newPairEngine is an engine on db with the pair adapter ("p", an
+// idempotent receiver) registered and its table created; cfg.Table
+// defaults to "ferry".
+func newPairEngine(t testing.TB, db DynamoDB, clk clock.Clock, cfg Config) *Engine {
+	t.Helper()
+	reg := NewRegistry()
+	require.NoError(t, reg.Register(pairAdapter{}))
+	if cfg.Table == "" {
+		cfg.Table = "ferry"
+	}
+	e, err := New(db, clk, reg, cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.EnsureTable(context.Background()))
+	return e
 }
