@@ -575,12 +575,3 @@ func (e *Engine) inflightRows(ctx context.Context, p int) ([]Action, int, error)
 	}
 	return acts, left, nil
 }
-
-// seqFromActionSK reads the seq back from an action row's sort key.
-func seqFromActionSK(sk string) (int64, bool) {
-	if len(sk) < 3 || sk[:2] != "A#" {
-		return 0, false
-	}
-	seq, err := strconv.ParseInt(sk[2:], 10, 64)
-	return seq, err == nil
-}

@@ -200,6 +200,15 @@ func actionItem(a *Action) map[string]types.AttributeValue {
 	return it
 }
 
+// seqFromActionSK reads the seq back from an action row's sort key.
+func seqFromActionSK(sk string) (int64, bool) {
+	if len(sk) < 3 || sk[:2] != "A#" {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(sk[2:], 10, 64)
+	return seq, err == nil
+}
+
 // decodeAction reads an action item (from the base table or the due index's
 // projection). ok is false for rows that are not actions.
 func decodeAction(it map[string]types.AttributeValue) (Action, bool) {
@@ -207,9 +216,9 @@ func decodeAction(it map[string]types.AttributeValue) (Action, bool) {
 	if !strings.HasPrefix(pk, "P#") || !strings.HasPrefix(sk, "A#") {
 		return Action{}, false
 	}
-	p, err1 := strconv.Atoi(pk[2:])
-	seq, err2 := strconv.ParseInt(sk[2:], 10, 64)
-	if err1 != nil || err2 != nil {
+	p, err := strconv.Atoi(pk[2:])
+	seq, ok := seqFromActionSK(sk)
+	if err != nil || !ok {
 		return Action{}, false
 	}
 	a := Action{
