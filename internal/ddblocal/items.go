@@ -307,6 +307,10 @@ func (db *DB) updateItem(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutp
 	if err != nil {
 		return nil, err
 	}
+	if newItem == nil {
+		u.of(t).write += writeUnits(0)
+		return &dynamodb.UpdateItemOutput{ConsumedCapacity: u.single(in.ReturnConsumedCapacity)}, nil
+	}
 	w := t.commit(db, key, oldPtr, newItem, newSize, db.clock.Now(), false)
 	u.of(t).addWrite(writeUnits(max(sizeOf(oldPtr), newSize)), w, 1)
 	out := &dynamodb.UpdateItemOutput{ConsumedCapacity: u.single(in.ReturnConsumedCapacity)}
@@ -316,7 +320,8 @@ func (db *DB) updateItem(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutp
 
 // applyUpdate applies upd (nil: nothing) to old (nil: a new item made of the
 // key) and checks the result. It returns the new item and the top-level
-// attributes the update touched.
+// attributes the update touched; the item is nil when old is nil and the
+// update only removes (nothing is written then).
 func (s *tableSchema) applyUpdate(upd *expr.Update, old Item, key Item) (Item, int, []string, error) {
 	base := old
 	if base == nil {
@@ -330,6 +335,9 @@ func (s *tableSchema) applyUpdate(upd *expr.Update, old Item, key Item) (Item, i
 		if a == s.keys.hash.name || a == s.keys.rng.name {
 			return nil, 0, nil, validationError("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", a)
 		}
+	}
+	if old == nil && upd.OnlyRemoves() {
+		return nil, 0, nil, nil // nothing to remove from: no item is created
 	}
 	newItem, err := upd.Apply(base)
 	if err != nil {

@@ -269,8 +269,8 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 		case "ConditionCheck":
 			u.of(a.table).write += 2 * writeUnits(sizeOf(olds[i]))
 			continue
-		case "Delete":
-			if olds[i] == nil {
+		case "Delete", "Update":
+			if olds[i] == nil && news[i] == nil { // nothing to delete, or an update that only removes
 				u.of(a.table).write += 2 * writeUnits(0)
 				continue
 			}

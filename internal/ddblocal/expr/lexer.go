@@ -33,12 +33,15 @@ type token struct {
 	start, end int
 }
 
+// isIdentStart: a name token starts with a letter. DynamoDB's lexer does
+// not take an underscore or a digit there ("SET _a = :v" is a syntax error
+// on the token "_"), while a #name or :value may go on with any of them.
 func isIdentStart(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 }
 
 func isIdentChar(c byte) bool {
-	return isIdentStart(c) || (c >= '0' && c <= '9')
+	return isIdentStart(c) || c == '_' || (c >= '0' && c <= '9')
 }
 
 // lex splits an expression into tokens; an unknown character becomes a

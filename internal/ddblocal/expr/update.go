@@ -170,11 +170,19 @@ func (p *parser) checkOperandType(fn string, e valueExpr, want string) {
 	}
 }
 
-// parseUpdateOperand parses a path, a :value, if_not_exists(path, operand)
-// or list_append(operand, operand).
+// parseUpdateOperand parses a path, a :value, if_not_exists(path, operand),
+// list_append(operand, operand) or a parenthesised value: DynamoDB's grammar
+// takes "SET c = (c - :v)" and "SET x = (if_not_exists(x, :d) - :v)", while
+// a path cannot go on after the parenthesis ("(b.c).d") and arithmetic does
+// not chain ("b + c + d").
 func (p *parser) parseUpdateOperand() valueExpr {
 	t := p.peek()
 	switch {
+	case t.kind == tokLParen:
+		p.next()
+		v := p.parseSetValue()
+		p.expect(tokRParen)
+		return v
 	case t.kind == tokValue:
 		return constExpr{p.parseValueRef()}
 	case t.kind == tokIdent && p.peekAt(1).kind == tokLParen:
@@ -302,6 +310,14 @@ func (e arithExpr) eval(item map[string]types.AttributeValue) (types.AttributeVa
 		return nil, err
 	}
 	return &types.AttributeValueMemberN{Value: s}, nil
+}
+
+// OnlyRemoves reports whether the update only takes attributes or set
+// elements away (REMOVE and DELETE actions, no SET or ADD). On an absent item
+// such an update writes nothing: DynamoDB does not create an item that only
+// a removal named.
+func (up *Update) OnlyRemoves() bool {
+	return len(up.sets) == 0 && len(up.adds) == 0
 }
 
 // TopLevelAttributes returns the top-level attribute names the update

@@ -50,13 +50,23 @@ type parityCase struct {
 // per case; the engine may hand out a fresh instance each time, a real
 // endpoint the same client).
 func Exercise(ctx context.Context, t *testing.T, newClient func(t *testing.T) Client) {
-	for _, c := range cases() {
+	for _, c := range allCases() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			t.Logf("follows %s", c.doc)
 			c.run(ctx, t, newClient)
 		})
 	}
+}
+
+// allCases is every case: the core ones, then the groups kept in their own
+// files.
+func allCases() []parityCase {
+	var all []parityCase
+	for _, group := range [][]parityCase{cases(), updateCases()} {
+		all = append(all, group...)
+	}
+	return all
 }
 
 func cases() []parityCase {
