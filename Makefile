@@ -52,7 +52,7 @@ RIE := $(CURDIR)/.cache/bin/aws-lambda-rie
 
 .PHONY: lambda-local
 lambda-local: .cache/rie-$(RIE_VERSION).stamp ## Run each function under the Lambda emulator with events/ samples; prints sizes, cold and warm times
-	LAMBDA_RIE=$(RIE) $(GO) test -tags lambdalocal -count=1 -v -run TestFunctionsUnderTheEmulator ./internal/lambdalocal/
+	LAMBDA_RIE=$(RIE) $(GO) test -tags emulator -count=1 -v -run TestFunctionsUnderTheEmulator ./internal/emulatortest/
 
 # The deterministic simulator (internal/sim). Under -race the unit run keeps
 # only a few seeds of its CI budget (the race detector slows the

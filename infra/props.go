@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+
+	"github.com/ferryhq/ferry/internal/outbox"
 )
 
 // Tracing selects how the functions are traced.
@@ -164,14 +166,15 @@ type Props struct {
 
 // The defaults of WithDefaults.
 const (
-	DefaultTableName        = "ferry"
-	DefaultPartitions       = 16
-	DefaultLease            = 5 * time.Minute
-	DefaultWriteMargin      = 60 * time.Second
+	// The engine's settings default to the engine's own defaults.
+	DefaultTableName        = outbox.DefaultTable
+	DefaultPartitions       = outbox.DefaultPartitions
+	DefaultLease            = outbox.DefaultLease
+	DefaultWriteMargin      = outbox.DefaultWriteMargin
+	DefaultClockSkew        = outbox.DefaultClockSkew
+	DefaultRetention        = outbox.DefaultRetention
+	DefaultRowCap           = outbox.DefaultRowCap
 	DefaultProviderTimeout  = 30 * time.Second
-	DefaultClockSkew        = 5 * time.Second
-	DefaultRetention        = 30 * 24 * time.Hour
-	DefaultRowCap           = 500000
 	DefaultLogLevel         = "info"
 	DefaultLogRetentionDays = 30
 	DefaultWorkspaceClaim   = "ferry_workspaces"
@@ -282,10 +285,21 @@ var (
 	allowedLogRetentionDays = []int{1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
 )
 
+// engineConfig is the engine configuration the functions run with (what
+// their environment sets; the rest keeps the engine's defaults).
+func (p *Props) engineConfig() outbox.Config {
+	return outbox.Config{
+		Table: p.TableName, Partitions: p.Partitions, Lease: p.Lease, WriteMargin: p.WriteMargin,
+		ClockSkew: p.ClockSkew, Retention: p.Retention, RowCap: p.RowCap,
+	}.WithDefaults()
+}
+
 // Validate checks p (after WithDefaults) and returns every problem found,
 // each naming the props involved. The timing rules:
 //
-//  1. WriteMargin < Lease: a claim must leave room for the write fence.
+//  1. The engine's own rules (outbox.Config.Validate) on the settings the
+//     functions pass to it: WriteMargin < Lease (a claim must leave room
+//     for the write fence), ClockSkew < WriteMargin, Retention, RowCap.
 //  2. ProviderTimeout + ClockSkew < WriteMargin: a provider call started
 //     behind the fence ends before the lease can run out (DESIGN.md §5.7).
 //  3. Functions.Drainer.Timeout > WriteMargin + ProviderTimeout: a drainer
@@ -320,8 +334,13 @@ func (p *Props) Validate() error {
 	}
 
 	// The timing rules (see the doc comment).
-	if p.WriteMargin >= p.Lease {
-		bad("WriteMargin (%s) must be shorter than Lease (%s)", fmtDur(p.WriteMargin), fmtDur(p.Lease))
+	if err := p.engineConfig().Validate(); err != nil {
+		var ve *outbox.ValidationError
+		if errors.As(err, &ve) {
+			bad("%s: %s", ve.Field, ve.Message)
+		} else {
+			bad("%s", err)
+		}
 	}
 	if p.ProviderTimeout+p.ClockSkew >= p.WriteMargin {
 		bad("ProviderTimeout (%s) + ClockSkew (%s) must be shorter than WriteMargin (%s): a provider call must end before the fence margin runs out",

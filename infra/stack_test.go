@@ -671,7 +671,7 @@ func TestCdkNagHasNoUnsuppressedFindings(t *testing.T) {
 func TestNewStackRefusesInvalidProps(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
 	_, err := NewStack(app, "Bad", Props{AssetDir: testAssetDir, WriteMargin: time.Minute, Lease: 30 * time.Second})
-	require.ErrorContains(t, err, "WriteMargin (60s) must be shorter than Lease (30s)")
+	require.ErrorContains(t, err, "WriteMargin: write margin (1m0s) must be shorter than Lease (30s)")
 	require.Empty(t, *app.Node().Children(), "nothing declared")
 
 	_, err = NewStack(app, "NoAssets", Props{AssetDir: t.TempDir()})

@@ -109,7 +109,7 @@ func run() error {
 		if bin == "" {
 			res.Notes = append(res.Notes, "Emulator timings not measured: aws-lambda-rie not found (set LAMBDA_RIE).")
 		} else if len(bs) > 0 {
-			step("emulator timings (internal/lambdalocal)")
+			step("emulator timings (internal/emulatortest)")
 			var tail string
 			bs, tail, err = bench.EmulatorTimes(ctx, root, bin, bs)
 			if err != nil {

@@ -1,6 +1,6 @@
 // Command drainer is the drainer Lambda function: EventBridge schedules
 // sweep every partition, DynamoDB Streams batches wake the partitions they
-// name. The handler is lambdafn.DrainerHandler; main only wires.
+// name. The handler is handlers.DrainerHandler; main only wires.
 package main
 
 import (
@@ -10,17 +10,17 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/ferryhq/ferry/internal/fnruntime"
-	"github.com/ferryhq/ferry/internal/lambdafn"
+	"github.com/ferryhq/ferry/internal/coldstart"
+	"github.com/ferryhq/ferry/internal/handlers"
 )
 
 func main() {
-	rt, err := fnruntime.New(context.Background(), "drainer", os.Getenv)
+	rt, err := coldstart.New(context.Background(), "drainer", os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "drainer: refusing to start:", err)
 		os.Exit(1)
 	}
-	h := &lambdafn.DrainerHandler{Engine: rt.Ports, Clock: rt.Clock, Log: rt.Log, Metrics: rt.Obs, WriteMargin: rt.Engine.Config().WriteMargin,
+	h := &handlers.DrainerHandler{Engine: rt.Ports, Clock: rt.Clock, Log: rt.Log, Metrics: rt.Obs, WriteMargin: rt.Engine.Config().WriteMargin,
 		Partitions: rt.Ports.Partitions}
 	lambda.StartWithOptions(h.Invoke, lambda.WithEnableSIGTERM(func() { _ = rt.Obs.Flush() }))
 }

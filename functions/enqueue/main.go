@@ -4,7 +4,7 @@
 // It reads its configuration from the environment at cold start and refuses
 // to start, naming the variable, when a value is missing or invalid:
 // FERRY_TABLE, FERRY_PARTITIONS, FERRY_LEASE, FERRY_WRITE_MARGIN, LOG_LEVEL
-// (internal/fnconfig), FERRY_WORKSPACE_CLAIM (JWT authorizer),
+// (internal/coldstart), FERRY_WORKSPACE_CLAIM (JWT authorizer),
 // FERRY_IAM_WORKSPACES (IAM authorizer), FERRY_MAX_BODY, FERRY_MAX_PAYLOAD,
 // FERRY_RETENTION and FERRY_ROW_CAP (a cancel ends an action and sets its
 // TTL). Metrics go to stdout in the Embedded Metric Format, flushed at the
@@ -25,8 +25,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/ferryhq/ferry/internal/clock"
-	"github.com/ferryhq/ferry/internal/fnconfig"
-	"github.com/ferryhq/ferry/internal/fnruntime"
+	"github.com/ferryhq/ferry/internal/coldstart"
 	"github.com/ferryhq/ferry/internal/httpapi"
 	"github.com/ferryhq/ferry/internal/outbox"
 	"github.com/ferryhq/ferry/internal/telemetry"
@@ -63,11 +62,11 @@ func (h *handler) Invoke(ctx context.Context, req events.APIGatewayV2HTTPRequest
 // AWS_ENDPOINT_URL_DYNAMODB), the engine with the kinds it validates, the
 // authorizer mapping and the API handler, behind the API Gateway v2 adapter.
 func newHandler(ctx context.Context, getenv func(string) string, db outbox.DynamoDB, clk clock.Clock, logOut io.Writer) (*handler, error) {
-	cfg, err := fnconfig.Load(getenv)
+	cfg, err := coldstart.Load(getenv)
 	if err != nil {
 		return nil, err
 	}
-	ecfg, err := fnconfig.LoadEnqueue(getenv)
+	ecfg, err := coldstart.LoadEnqueue(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +87,7 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	// The same registry as the drainer's, so every kind the drainer carries
 	// out is accepted here; enqueue only calls Validate, so no adapter makes
 	// a request.
-	reg, err := fnruntime.Registry(awsCfg.Copy(), clk, getenv)
+	reg, err := coldstart.Registry(awsCfg.Copy(), clk, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	ocfg.MaxPayload = ecfg.MaxPayload
 	// A cancel through the API ends an action, so it sets the TTL the
 	// deployment configured.
-	if err := fnruntime.RetentionConfig(getenv, &ocfg); err != nil {
+	if err := coldstart.RetentionConfig(getenv, &ocfg); err != nil {
 		return nil, err
 	}
 	eng, err := outbox.New(db, clk, reg, ocfg, outbox.WithObserver(obs))

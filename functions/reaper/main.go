@@ -1,7 +1,7 @@
 // Command reaper is the reaper Lambda function, run on an EventBridge
 // schedule: it ends what lost leases make unrecoverable, cancels expired
 // actions and writes the backlog gauges. The handler is
-// lambdafn.ReaperHandler; main only wires.
+// handlers.ReaperHandler; main only wires.
 package main
 
 import (
@@ -11,16 +11,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/ferryhq/ferry/internal/fnruntime"
-	"github.com/ferryhq/ferry/internal/lambdafn"
+	"github.com/ferryhq/ferry/internal/coldstart"
+	"github.com/ferryhq/ferry/internal/handlers"
 )
 
 func main() {
-	rt, err := fnruntime.New(context.Background(), "reaper", os.Getenv)
+	rt, err := coldstart.New(context.Background(), "reaper", os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "reaper: refusing to start:", err)
 		os.Exit(1)
 	}
-	h := &lambdafn.ReaperHandler{Engine: rt.Ports, Obs: rt.Obs, Log: rt.Log}
+	h := &handlers.ReaperHandler{Engine: rt.Ports, Obs: rt.Obs, Log: rt.Log}
 	lambda.StartWithOptions(h.Invoke, lambda.WithEnableSIGTERM(func() { _ = rt.Obs.Flush() }))
 }

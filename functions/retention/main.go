@@ -1,7 +1,7 @@
 // Command retention is the retention Lambda function, run on an EventBridge
 // schedule: it deletes ended actions whose TTL passed but DynamoDB has not
 // removed yet, and trims past the row cap. The handler is
-// lambdafn.RetentionHandler; main only wires.
+// handlers.RetentionHandler; main only wires.
 package main
 
 import (
@@ -11,16 +11,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/ferryhq/ferry/internal/fnruntime"
-	"github.com/ferryhq/ferry/internal/lambdafn"
+	"github.com/ferryhq/ferry/internal/coldstart"
+	"github.com/ferryhq/ferry/internal/handlers"
 )
 
 func main() {
-	rt, err := fnruntime.New(context.Background(), "retention", os.Getenv)
+	rt, err := coldstart.New(context.Background(), "retention", os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "retention: refusing to start:", err)
 		os.Exit(1)
 	}
-	h := &lambdafn.RetentionHandler{Engine: rt.Ports, Obs: rt.Obs, Log: rt.Log}
+	h := &handlers.RetentionHandler{Engine: rt.Ports, Obs: rt.Obs, Log: rt.Log}
 	lambda.StartWithOptions(h.Invoke, lambda.WithEnableSIGTERM(func() { _ = rt.Obs.Flush() }))
 }

@@ -25,7 +25,7 @@ type Bootstrap struct {
 }
 
 // BootstrapSizes builds every function as `make build` and
-// internal/lambdalocal do (CGO off, -tags lambda.norpc, -trimpath, -s -w)
+// internal/emulatortest do (CGO off, -tags lambda.norpc, -trimpath, -s -w)
 // and returns the sizes.
 func BootstrapSizes(ctx context.Context, root string) ([]Bootstrap, error) {
 	dir, err := os.MkdirTemp("", "ferry-bench-bootstrap")
@@ -52,10 +52,10 @@ func BootstrapSizes(ctx context.Context, root string) ([]Bootstrap, error) {
 }
 
 // EmulatorTimes runs the runtime helper's emulator test
-// (internal/lambdalocal, `make lambda-local`) and reads the cold and warm
+// (internal/emulatortest, `make lambda-local`) and reads the cold and warm
 // invoke times it prints. rie is the aws-lambda-rie binary.
 func EmulatorTimes(ctx context.Context, root, rie string, bs []Bootstrap) ([]Bootstrap, string, error) {
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-tags", "lambdalocal", "-run", "TestFunctionsUnderTheEmulator", "-v", "./internal/lambdalocal/")
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-tags", "emulator", "-run", "TestFunctionsUnderTheEmulator", "-v", "./internal/emulatortest/")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "LAMBDA_RIE="+rie)
 	var buf bytes.Buffer

@@ -238,7 +238,7 @@ func (r *Results) Markdown(w io.Writer) {
 			p("| %s | %.1f MB | %s | %s | %s |", b.Function, float64(b.SizeBytes)/1e6, c, in, wm)
 		}
 		p("")
-		p("Sizes: `go build -tags lambda.norpc -trimpath -ldflags '-s -w'` with CGO off, for this machine's architecture. Invoke times come from the runtime helper's emulator test (internal/lambdalocal, `make lambda-local`), which runs each bootstrap under the AWS Lambda Runtime Interface Emulator against the embedded DynamoDB over loopback; the first invoke includes the process start and the function's init.")
+		p("Sizes: `go build -tags lambda.norpc -trimpath -ldflags '-s -w'` with CGO off, for this machine's architecture. Invoke times come from the runtime helper's emulator test (internal/emulatortest, `make lambda-local`), which runs each bootstrap under the AWS Lambda Runtime Interface Emulator against the embedded DynamoDB over loopback; the first invoke includes the process start and the function's init.")
 	}
 	if len(r.Notes) > 0 {
 		p("")

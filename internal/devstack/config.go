@@ -3,6 +3,7 @@ package devstack
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/outbox"
 )
 
 // Token is a bearer token and the workspaces it may use.
@@ -73,11 +75,11 @@ type Config struct {
 const (
 	DefaultAddr        = "127.0.0.1:8080"
 	DefaultPartitions  = 4
-	DefaultLease       = 5 * time.Minute
-	DefaultWriteMargin = 60 * time.Second
-	DefaultRetryBase   = time.Second
+	DefaultLease       = outbox.DefaultLease
+	DefaultWriteMargin = outbox.DefaultWriteMargin
+	DefaultRetryBase   = outbox.DefaultRetryBase
 	DefaultPoll        = 250 * time.Millisecond
-	DefaultTable       = "ferry"
+	DefaultTable       = outbox.DefaultTable
 	DefaultMailDir     = "./.ferry/mail"
 	DefaultToken       = "dev"
 	DefaultWorkspace   = "default"
@@ -127,23 +129,48 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate checks the configuration; messages name the flag.
+// Validate checks the configuration; messages name the flag. The engine's
+// settings are checked by the engine's own rules (outbox.Config.Validate).
 func (c Config) Validate() error {
 	switch {
 	case c.Partitions < 1 || c.Partitions > 1024:
 		return fmt.Errorf("--partitions must be between 1 and 1024, got %d", c.Partitions)
 	case c.Lease <= 0:
 		return fmt.Errorf("--lease must be positive")
-	case c.WriteMargin <= 0 || c.WriteMargin >= c.Lease:
-		return fmt.Errorf("--write-margin (%s) must be positive and shorter than --lease (%s)", c.WriteMargin, c.Lease)
+	case c.WriteMargin <= 0:
+		return fmt.Errorf("--write-margin must be positive")
 	case c.RetryBase <= 0:
 		return fmt.Errorf("--retry-base must be positive")
+	}
+	if err := c.outbox().WithDefaults().Validate(); err != nil {
+		var ve *outbox.ValidationError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("%s: %s", engineFlags[ve.Field], ve.Message)
+		}
+		return err
+	}
+	switch {
 	case c.Poll <= 0:
 		return fmt.Errorf("--poll must be positive")
 	case c.WebhookSecret != "" && !strings.HasPrefix(c.WebhookSecret, "whsec_"):
 		return fmt.Errorf("--webhook-secret must start with whsec_")
 	}
 	return nil
+}
+
+// engineFlags names the flag of each engine setting `ferry dev` passes on.
+var engineFlags = map[string]string{
+	"Table": "--table", "Partitions": "--partitions", "Lease": "--lease",
+	"WriteMargin": "--write-margin", "ClockSkew": "--write-margin", "RetryBase": "--retry-base",
+}
+
+// outbox is the engine configuration `ferry dev` runs; the settings it has
+// no flag for keep the engine's defaults.
+func (c Config) outbox() outbox.Config {
+	return outbox.Config{
+		Table: c.Table, Partitions: c.Partitions, Lease: c.Lease,
+		WriteMargin: c.WriteMargin, RetryBase: c.RetryBase,
+	}
 }
 
 // NewWebhookSecret returns a fresh Standard Webhooks signing secret.

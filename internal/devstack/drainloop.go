@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/internal/clock"
-	"github.com/ferryhq/ferry/internal/lambdafn"
+	"github.com/ferryhq/ferry/internal/handlers"
 )
 
 // drainLoop is the local drainer: it drains the partitions it is woken for at
 // once, and sweeps every partition each poll interval as a backstop (for
 // retries and deferrals that come due, and for wake-ups it missed).
 type drainLoop struct {
-	engine lambdafn.Drainer
+	engine handlers.Drainer
 	clk    clock.Clock
 	poll   time.Duration
 	pass   time.Duration // how long one pass may claim
@@ -29,7 +29,7 @@ type drainLoop struct {
 	passDone *sync.Cond
 }
 
-func newDrainLoop(engine lambdafn.Drainer, clk clock.Clock, poll, pass time.Duration, log *slog.Logger) *drainLoop {
+func newDrainLoop(engine handlers.Drainer, clk clock.Clock, poll, pass time.Duration, log *slog.Logger) *drainLoop {
 	l := &drainLoop{engine: engine, clk: clk, poll: poll, pass: pass, log: log,
 		pending: map[int]bool{}, wake: make(chan struct{}, 1)}
 	l.passDone = sync.NewCond(&l.mu)

@@ -21,8 +21,8 @@ import (
 	"github.com/ferryhq/ferry/internal/adapters/ssrfguard"
 	"github.com/ferryhq/ferry/internal/adapters/webhook"
 	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/handlers"
 	"github.com/ferryhq/ferry/internal/httpapi"
-	"github.com/ferryhq/ferry/internal/lambdafn"
 	"github.com/ferryhq/ferry/internal/outbox"
 	"github.com/ferryhq/ferry/internal/telemetry"
 )
@@ -34,7 +34,7 @@ type Stack struct {
 	db     outbox.DynamoDB
 	local  *ddblocal.DB // nil when --dynamodb-endpoint names another DynamoDB
 	engine *outbox.Engine
-	ports  lambdafn.EnginePorts
+	ports  handlers.EnginePorts
 	obs    *telemetry.Observer
 	api    http.Handler
 	ln     net.Listener
@@ -82,17 +82,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		metricsOut = io.Discard
 	}
 	s.obs = telemetry.NewObserver(telemetry.NewMetrics(metricsOut, cfg.Clock, map[string]string{"function": "ferry-dev"}), s.log)
-	s.engine, err = outbox.New(s.db, cfg.Clock, reg, outbox.Config{
-		Table: cfg.Table, Partitions: cfg.Partitions, Lease: cfg.Lease,
-		WriteMargin: cfg.WriteMargin, RetryBase: cfg.RetryBase,
-	}, outbox.WithObserver(s.obs))
+	s.engine, err = outbox.New(s.db, cfg.Clock, reg, cfg.outbox(), outbox.WithObserver(s.obs))
 	if err != nil {
 		return nil, fmt.Errorf("error building the engine: %w", err)
 	}
 	if err := EnsureTable(ctx, s.engine); err != nil {
 		return nil, err
 	}
-	s.ports = lambdafn.EnginePorts{Engine: s.engine, Owner: fmt.Sprintf("ferry-dev-%d", os.Getpid())}
+	s.ports = handlers.EnginePorts{Engine: s.engine, Owner: fmt.Sprintf("ferry-dev-%d", os.Getpid())}
 	// One pass may start attempts for this long; the engine keeps the write
 	// margin on top of it.
 	s.loop = newDrainLoop(s.ports, cfg.Clock, cfg.Poll, cfg.WriteMargin+2*time.Second, s.log)
@@ -267,14 +264,14 @@ func (s *Stack) every(ctx context.Context, d time.Duration, f func(context.Conte
 }
 
 func (s *Stack) reap(ctx context.Context) {
-	h := &lambdafn.ReaperHandler{Engine: s.ports, Obs: s.obs, Log: s.log}
+	h := &handlers.ReaperHandler{Engine: s.ports, Obs: s.obs, Log: s.log}
 	if _, err := h.Invoke(ctx, events.EventBridgeEvent{ID: "ferry-dev-reaper"}); err != nil {
 		s.log.Warn("reaper pass failed", slog.Any("error", err))
 	}
 }
 
 func (s *Stack) retain(ctx context.Context) {
-	h := &lambdafn.RetentionHandler{Engine: s.ports, Obs: s.obs, Log: s.log}
+	h := &handlers.RetentionHandler{Engine: s.ports, Obs: s.obs, Log: s.log}
 	if _, err := h.Invoke(ctx, events.EventBridgeEvent{ID: "ferry-dev-retention"}); err != nil {
 		s.log.Warn("retention pass failed", slog.Any("error", err))
 	}

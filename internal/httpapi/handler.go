@@ -31,7 +31,7 @@ type Options struct {
 // Default limits (API.md).
 const (
 	DefaultMaxBody    = 256 * 1024
-	DefaultMaxPayload = 200 * 1024
+	DefaultMaxPayload = outbox.DefaultMaxPayload
 	// DefaultListLimit and MaxListLimit bound GET /v1/actions?limit=.
 	DefaultListLimit = 50
 	MaxListLimit     = 100

@@ -1,4 +1,4 @@
-// Package lambdafn holds the handlers of the drainer, reaper and retention
+// Package handlers holds the handlers of the drainer, reaper and retention
 // Lambda functions. The functions' main packages only read the environment,
 // wire these handlers to the engine and call lambda.Start; the handlers are
 // plain values a test can invoke with the samples in events/.
@@ -6,4 +6,4 @@
 // Each handler depends on a narrow port (Drainer, Reaper, Retainer) that
 // *outbox.Engine satisfies through EnginePorts, so tests can drive them with
 // fakes and the real engine alike.
-package lambdafn
+package handlers

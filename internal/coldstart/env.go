@@ -1,4 +1,4 @@
-package fnconfig
+package coldstart
 
 import (
 	"encoding/json"
@@ -15,38 +15,32 @@ import (
 
 // The environment variables the functions read.
 const (
-	EnvTable           = "FERRY_TABLE"
-	EnvPartitions      = "FERRY_PARTITIONS"
-	EnvLease           = "FERRY_LEASE"
-	EnvWriteMargin     = "FERRY_WRITE_MARGIN"
-	EnvLogLevel        = "LOG_LEVEL"
-	EnvWorkspaceClaim  = "FERRY_WORKSPACE_CLAIM"
-	EnvIAMWorkspaces   = "FERRY_IAM_WORKSPACES"
-	EnvMaxBody         = "FERRY_MAX_BODY"
-	EnvMaxPayload      = "FERRY_MAX_PAYLOAD"
-	DefaultPartitions  = 16
-	DefaultLease       = 5 * time.Minute
-	DefaultWriteMargin = 60 * time.Second
+	EnvTable          = "FERRY_TABLE"
+	EnvPartitions     = "FERRY_PARTITIONS"
+	EnvLease          = "FERRY_LEASE"
+	EnvWriteMargin    = "FERRY_WRITE_MARGIN"
+	EnvLogLevel       = "LOG_LEVEL"
+	EnvWorkspaceClaim = "FERRY_WORKSPACE_CLAIM"
+	EnvIAMWorkspaces  = "FERRY_IAM_WORKSPACES"
+	EnvMaxBody        = "FERRY_MAX_BODY"
+	EnvMaxPayload     = "FERRY_MAX_PAYLOAD"
 	// DefaultWorkspaceClaim is the JWT claim that lists a principal's
 	// workspaces when FERRY_WORKSPACE_CLAIM is unset.
 	DefaultWorkspaceClaim = "ferry_workspaces"
 	// DefaultMaxBody is the largest request body the HTTP API reads (bytes).
 	DefaultMaxBody = 256 * 1024
-	// DefaultMaxPayload is the largest action payload (bytes): an action
-	// must fit a 400 KB DynamoDB item with room for its other attributes.
-	DefaultMaxPayload = 200 * 1024
 	// MaxPartitions bounds FERRY_PARTITIONS: a sweep visits every partition.
 	MaxPartitions = 1024
 )
 
 // Config is the configuration every function shares. Its fields mirror the
 // engine's outbox.Config fields of the same names; zero values never leave
-// Load (defaults are applied).
+// Load (the engine's defaults are applied, and its rules checked).
 type Config struct {
 	Table       string        // FERRY_TABLE, required
-	Partitions  int           // FERRY_PARTITIONS, default 16
-	Lease       time.Duration // FERRY_LEASE, default 5m
-	WriteMargin time.Duration // FERRY_WRITE_MARGIN, default 60s, below Lease
+	Partitions  int           // FERRY_PARTITIONS, default outbox.DefaultPartitions
+	Lease       time.Duration // FERRY_LEASE, default outbox.DefaultLease
+	WriteMargin time.Duration // FERRY_WRITE_MARGIN, default outbox.DefaultWriteMargin, below Lease
 	LogLevel    slog.Level    // LOG_LEVEL, default info
 }
 
@@ -74,11 +68,12 @@ func (e *EnvError) Error() string {
 // function's main). It returns an *EnvError (possibly several joined) naming
 // each variable that is missing or invalid.
 func Load(getenv func(string) string) (Config, error) {
+	defaults := outbox.Config{}.WithDefaults()
 	c := Config{
 		Table:       strings.TrimSpace(getenv(EnvTable)),
-		Partitions:  DefaultPartitions,
-		Lease:       DefaultLease,
-		WriteMargin: DefaultWriteMargin,
+		Partitions:  defaults.Partitions,
+		Lease:       defaults.Lease,
+		WriteMargin: defaults.WriteMargin,
 		LogLevel:    slog.LevelInfo,
 	}
 	var errs []error
@@ -96,28 +91,25 @@ func Load(getenv func(string) string) (Config, error) {
 			c.Partitions = n
 		}
 	}
-	leaseOK, marginOK := true, true
-	if v := getenv(EnvLease); v != "" {
-		d, err := parsePositiveDuration(v)
-		if err != nil {
-			errs = append(errs, &EnvError{Var: EnvLease, Value: v, Reason: err.Error()})
-			leaseOK = false
-		} else {
-			c.Lease = d
+	durationsOK := true
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{EnvLease, &c.Lease}, {EnvWriteMargin, &c.WriteMargin}} {
+		v := getenv(d.name)
+		if v == "" {
+			continue
 		}
-	}
-	if v := getenv(EnvWriteMargin); v != "" {
-		d, err := parsePositiveDuration(v)
+		parsed, err := parsePositiveDuration(v)
 		if err != nil {
-			errs = append(errs, &EnvError{Var: EnvWriteMargin, Value: v, Reason: err.Error()})
-			marginOK = false
-		} else {
-			c.WriteMargin = d
+			errs = append(errs, &EnvError{Var: d.name, Value: v, Reason: err.Error()})
+			durationsOK = false
+			continue
 		}
+		*d.dst = parsed
 	}
-	if leaseOK && marginOK && c.WriteMargin >= c.Lease {
-		errs = append(errs, &EnvError{Var: EnvWriteMargin, Value: c.WriteMargin.String(),
-			Reason: fmt.Sprintf("must be shorter than %s (%s)", EnvLease, c.Lease)})
+	if durationsOK {
+		errs = append(errs, engineRules(c)...)
 	}
 	if v := getenv(EnvLogLevel); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
@@ -128,6 +120,38 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// engineRules checks c against the engine's own rules (outbox.Config.Validate:
+// the write margin shorter than the lease, the clock skew shorter than the
+// margin, ...), naming the variable of the field at fault.
+func engineRules(c Config) []error {
+	if c.Table == "" {
+		return nil // reported above
+	}
+	err := c.Outbox().WithDefaults().Validate()
+	var ve *outbox.ValidationError
+	if !errors.As(err, &ve) {
+		return nil
+	}
+	names := map[string]string{"Table": EnvTable, "Partitions": EnvPartitions, "Lease": EnvLease, "WriteMargin": EnvWriteMargin, "ClockSkew": EnvWriteMargin}
+	name, ok := names[ve.Field]
+	if !ok {
+		return []error{err}
+	}
+	return []error{&EnvError{Var: name, Value: getField(c, ve.Field), Reason: ve.Message}}
+}
+
+func getField(c Config, field string) string {
+	switch field {
+	case "Partitions":
+		return strconv.Itoa(c.Partitions)
+	case "Lease":
+		return c.Lease.String()
+	case "WriteMargin", "ClockSkew":
+		return c.WriteMargin.String()
+	}
+	return ""
 }
 
 func parsePositiveDuration(v string) (time.Duration, error) {
@@ -151,7 +175,7 @@ type Enqueue struct {
 	// FERRY_IAM_WORKSPACES is unset.
 	IAMWorkspaces map[string][]string
 	MaxBody       int // FERRY_MAX_BODY, bytes, default 256 KiB
-	MaxPayload    int // FERRY_MAX_PAYLOAD, bytes, default 200 KiB
+	MaxPayload    int // FERRY_MAX_PAYLOAD, bytes, default outbox.DefaultMaxPayload
 }
 
 // LoadEnqueue reads the enqueue function's configuration through getenv,
@@ -161,7 +185,7 @@ func LoadEnqueue(getenv func(string) string) (Enqueue, error) {
 	e := Enqueue{
 		WorkspaceClaim: DefaultWorkspaceClaim,
 		MaxBody:        DefaultMaxBody,
-		MaxPayload:     DefaultMaxPayload,
+		MaxPayload:     outbox.DefaultMaxPayload,
 	}
 	var errs []error
 	if v := getenv(EnvWorkspaceClaim); v != "" {

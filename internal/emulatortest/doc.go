@@ -1,4 +1,4 @@
-// Package lambdalocal runs Ferry's Lambda functions the way Lambda does,
+// Package emulatortest runs Ferry's Lambda functions the way Lambda does,
 // on this machine: each function is built as a `bootstrap` for the local
 // architecture and run under the AWS Lambda Runtime Interface Emulator,
 // against an embedded DynamoDB served over HTTP (`ferry dynamodb`) and a
@@ -7,6 +7,6 @@
 // checks the answers and the table, and reports each bootstrap's size and
 // its cold (first) and warm invocation times.
 //
-// It is behind the build tag lambdalocal and needs the emulator; run it
+// It is behind the build tag emulator and needs the emulator; run it
 // with `make lambda-local`.
-package lambdalocal
+package emulatortest

@@ -1,4 +1,4 @@
-package fnconfig
+package coldstart
 
 import (
 	"log/slog"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/outbox"
 )
 
 func env(m map[string]string) func(string) string {
@@ -108,5 +110,30 @@ func TestLoadEnqueue(t *testing.T) {
 			require.ErrorAs(t, err, &ee)
 			require.Equal(t, tc.wantVar, ee.Var)
 		})
+	}
+}
+
+// TestLoadFollowsTheEngine ties the functions' configuration to the engine:
+// the defaults are outbox.Config's, and a lease/margin pair the engine
+// refuses is refused naming the variable, with the engine's own reason.
+func TestLoadFollowsTheEngine(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{EnvTable: "t"}))
+	require.NoError(t, err)
+	require.Equal(t, outbox.Config{Table: "t"}.WithDefaults(), c.Outbox().WithDefaults())
+
+	for _, lm := range [][2]string{{"5m", "60s"}, {"1m", "1m"}, {"30s", "1m"}, {"5m", "5s"}, {"5m", "4s"}} {
+		lease, _ := time.ParseDuration(lm[0])
+		margin, _ := time.ParseDuration(lm[1])
+		engineErr := outbox.Config{Table: "t", Lease: lease, WriteMargin: margin}.WithDefaults().Validate()
+		_, err := Load(env(map[string]string{EnvTable: "t", EnvLease: lm[0], EnvWriteMargin: lm[1]}))
+		if engineErr == nil {
+			require.NoError(t, err, lm)
+			continue
+		}
+		var ve *outbox.ValidationError
+		require.ErrorAs(t, engineErr, &ve)
+		require.ErrorContains(t, err, EnvWriteMargin, lm)
+		require.ErrorContains(t, err, ve.Message, lm)
 	}
 }

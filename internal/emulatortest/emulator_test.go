@@ -1,6 +1,6 @@
-//go:build lambdalocal
+//go:build emulator
 
-package lambdalocal
+package emulatortest
 
 import (
 	"bytes"

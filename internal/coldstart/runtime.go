@@ -1,4 +1,4 @@
-package fnruntime
+package coldstart
 
 import (
 	"context"
@@ -21,8 +21,7 @@ import (
 	"github.com/ferryhq/ferry/internal/adapters/eventbridge"
 	"github.com/ferryhq/ferry/internal/adapters/webhook"
 	"github.com/ferryhq/ferry/internal/clock"
-	"github.com/ferryhq/ferry/internal/fnconfig"
-	"github.com/ferryhq/ferry/internal/lambdafn"
+	"github.com/ferryhq/ferry/internal/handlers"
 	"github.com/ferryhq/ferry/internal/outbox"
 	"github.com/ferryhq/ferry/internal/telemetry"
 )
@@ -58,20 +57,20 @@ const SweepPartitions = 4
 
 // Runtime is what a function's handler is built from.
 type Runtime struct {
-	Config fnconfig.Config
+	Config Config
 	Clock  clock.Clock
 	Log    *slog.Logger
 	Obs    *telemetry.Observer
 	Engine *outbox.Engine
-	// Ports adapts Engine to the lambdafn handlers.
-	Ports lambdafn.EnginePorts
+	// Ports adapts Engine to the handlers (internal/handlers).
+	Ports handlers.EnginePorts
 }
 
 // New reads the environment through getenv and builds the runtime of the
 // named function. Errors name the variable at fault; main prints them and
 // exits, so a misconfigured function refuses to start.
 func New(ctx context.Context, function string, getenv func(string) string) (*Runtime, error) {
-	cfg, err := fnconfig.Load(getenv)
+	cfg, err := Load(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +102,7 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 	owner := getenv("AWS_LAMBDA_LOG_STREAM_NAME")
 	return &Runtime{
 		Config: cfg, Clock: clk, Log: log, Obs: obs, Engine: engine,
-		Ports: lambdafn.EnginePorts{Engine: engine, Owner: owner, Partitions: SweepPartitions},
+		Ports: handlers.EnginePorts{Engine: engine, Owner: owner, Partitions: SweepPartitions},
 	}, nil
 }
 
@@ -168,7 +167,7 @@ func RetentionConfig(getenv func(string) string, c *outbox.Config) error {
 	if v := strings.TrimSpace(getenv(EnvRetention)); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			errs = append(errs, &fnconfig.EnvError{Var: EnvRetention, Value: v, Reason: "must be a positive duration (e.g. 720h)"})
+			errs = append(errs, &EnvError{Var: EnvRetention, Value: v, Reason: "must be a positive duration (e.g. 720h)"})
 		} else {
 			c.Retention = d
 		}
@@ -176,7 +175,7 @@ func RetentionConfig(getenv func(string) string, c *outbox.Config) error {
 	if v := strings.TrimSpace(getenv(EnvRowCap)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			errs = append(errs, &fnconfig.EnvError{Var: EnvRowCap, Value: v, Reason: "must be a positive integer"})
+			errs = append(errs, &EnvError{Var: EnvRowCap, Value: v, Reason: "must be a positive integer"})
 		} else {
 			c.RowCap = n
 		}

@@ -1,4 +1,4 @@
-package fnruntime
+package coldstart
 
 import (
 	"context"
@@ -11,10 +11,6 @@ import (
 
 	"github.com/ferryhq/ferry/internal/outbox"
 )
-
-func env(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
-}
 
 func TestNew(t *testing.T) {
 	t.Parallel()

@@ -1,4 +1,4 @@
-package lambdafn_test
+package handlers_test
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 	"github.com/ferryhq/ferry/internal/adapters/webhook"
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/ddblocal"
-	"github.com/ferryhq/ferry/internal/lambdafn"
+	"github.com/ferryhq/ferry/internal/handlers"
 	"github.com/ferryhq/ferry/internal/outbox"
 	"github.com/ferryhq/ferry/internal/telemetry"
 )
@@ -99,9 +99,9 @@ func TestFullRunLogsNoPayload(t *testing.T) {
 		ids[name] = res.Action.ID
 	}
 
-	drainer := lambda.NewHandler((&lambdafn.DrainerHandler{
-		// Both partitions at once, as the functions sweep (fnruntime.SweepPartitions).
-		Engine: lambdafn.EnginePorts{Engine: eng, Partitions: 2}, Clock: clk, Log: log, Metrics: obs,
+	drainer := lambda.NewHandler((&handlers.DrainerHandler{
+		// Both partitions at once, as the functions sweep (coldstart.SweepPartitions).
+		Engine: handlers.EnginePorts{Engine: eng, Partitions: 2}, Clock: clk, Log: log, Metrics: obs,
 	}).Invoke)
 	schedule, err := os.ReadFile(filepath.Join("..", "..", "events", "eventbridge-schedule.json"))
 	require.NoError(t, err)
@@ -134,10 +134,10 @@ func TestFullRunLogsNoPayload(t *testing.T) {
 	require.Equal(t, 2, flaky, "the flaky webhook was retried once")
 	mu.Unlock()
 
-	reaper := lambda.NewHandler((&lambdafn.ReaperHandler{Engine: lambdafn.EnginePorts{Engine: eng}, Obs: obs, Log: log}).Invoke)
+	reaper := lambda.NewHandler((&handlers.ReaperHandler{Engine: handlers.EnginePorts{Engine: eng}, Obs: obs, Log: log}).Invoke)
 	_, err = reaper.Invoke(ctx, schedule)
 	require.NoError(t, err)
-	retention := lambda.NewHandler((&lambdafn.RetentionHandler{Engine: lambdafn.EnginePorts{Engine: eng}, Obs: obs, Log: log}).Invoke)
+	retention := lambda.NewHandler((&handlers.RetentionHandler{Engine: handlers.EnginePorts{Engine: eng}, Obs: obs, Log: log}).Invoke)
 	_, err = retention.Invoke(ctx, schedule)
 	require.NoError(t, err)
 
