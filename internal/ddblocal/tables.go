@@ -19,12 +19,16 @@ func (db *DB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, _ 
 	if err != nil {
 		return finish[dynamodb.CreateTableOutput](c, nil, err)
 	}
+	if err := checkTags(in.Tags); err != nil {
+		return finish[dynamodb.CreateTableOutput](c, nil, err)
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if _, exists := db.tables[s.name]; exists {
 		return finish[dynamodb.CreateTableOutput](c, nil, inUseError("Table already exists: "+s.name))
 	}
 	t := newTable(s)
+	t.tags = tagMap(in.Tags)
 	db.tables[s.name] = t
 	return finish(c, &dynamodb.CreateTableOutput{TableDescription: t.describe(types.TableStatusActive)}, nil)
 }

@@ -154,11 +154,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body = encodeShape(normalizeOutput(in, out))
+	if noBodyOps[op] {
+		body = nil
+	}
 	if h.cfg.logger.Enabled(r.Context(), slog.LevelDebug) {
 		h.cfg.logger.Debug("ddbhttp: request served", "op", op, "request_id", reqID, "status", http.StatusOK, "response_bytes", len(body))
 	}
 	writeResponse(w, reqID, http.StatusOK, contentType, body)
 }
+
+// noBodyOps answer success with an empty body, as DynamoDB does: their
+// output shapes have no members.
+var noBodyOps = map[string]bool{"TagResource": true, "UntagResource": true}
 
 func (h *Handler) fail(w http.ResponseWriter, reqID, op string, err error) {
 	status, body := encodeError(err)
