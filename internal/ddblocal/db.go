@@ -225,10 +225,14 @@ func (db *DB) catchUpLocked(tableName string) {
 	}
 }
 
-// table returns the named table or ResourceNotFoundException.
+// table returns the named table, ValidationException for a name no table
+// can have, or ResourceNotFoundException.
 func (db *DB) table(name string) (*table, error) {
 	t, ok := db.tables[name]
 	if !ok {
+		if err := validateTableName(name, "tableName"); err != nil {
+			return nil, err
+		}
 		return nil, notFoundError(msgResourceNotFound)
 	}
 	return t, nil

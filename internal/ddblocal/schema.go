@@ -105,12 +105,41 @@ func (s *tableSchema) index(name string) *indexSchema {
 
 var tableNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 
+// validateTableName checks a table name the way DynamoDB checks the
+// tableName member of every request, before looking for the table: an
+// improperly named table is a ValidationException, not a missing one.
 func validateTableName(name string, field string) error {
 	if !tableNamePattern.MatchString(name) {
-		if len(name) < 3 || len(name) > 255 {
+		switch {
+		case name == "":
+			return validationError("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", field)
+		case len(name) < 3:
 			return validationError("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 3", name, field)
+		case len(name) > 255:
+			return validationError("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 255", name, field)
 		}
 		return validationError("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name, field)
+	}
+	return nil
+}
+
+// checkThroughput refuses a ProvisionedThroughput without both units or
+// with a unit below 1 (the SDKs check this before sending; other clients
+// reach the server).
+func checkThroughput(tp *types.ProvisionedThroughput, field string) error {
+	if tp == nil {
+		return nil
+	}
+	for _, u := range []struct {
+		name string
+		v    *int64
+	}{{"readCapacityUnits", tp.ReadCapacityUnits}, {"writeCapacityUnits", tp.WriteCapacityUnits}} {
+		if u.v == nil {
+			return validationError("1 validation error detected: Value null at '%s.%s' failed to satisfy constraint: Member must not be null", field, u.name)
+		}
+		if *u.v < 1 {
+			return validationError("1 validation error detected: Value '%d' at '%s.%s' failed to satisfy constraint: Member must have value greater than or equal to 1", *u.v, field, u.name)
+		}
 	}
 	return nil
 }
@@ -184,6 +213,9 @@ func buildSchema(in *dynamodb.CreateTableInput, now time.Time, region, account s
 			return nil, validationError("One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
 		}
 	case types.BillingModeProvisioned:
+		if err := checkThroughput(in.ProvisionedThroughput, "provisionedThroughput"); err != nil {
+			return nil, err
+		}
 		if in.ProvisionedThroughput == nil {
 			return nil, validationError("One or more parameter values were invalid: ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED")
 		}
@@ -237,6 +269,9 @@ func buildSchema(in *dynamodb.CreateTableInput, now time.Time, region, account s
 			ix.nonKey = append([]string(nil), proj.NonKeyAttributes...)
 		default:
 			return validationError("One or more parameter values were invalid: Unknown ProjectionType: %s", proj.ProjectionType)
+		}
+		if err := checkThroughput(tp, "globalSecondaryIndexes.member.provisionedThroughput"); err != nil {
+			return err
 		}
 		if global && s.billing == types.BillingModeProvisioned && tp == nil {
 			return validationError("One or more parameter values were invalid: ProvisionedThroughput must be specified for index: %s", iname)

@@ -37,8 +37,14 @@ func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableO
 		return nil, validationError("Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table")
 	}
 	changed := false
-	if in.BillingMode != "" && in.BillingMode != s.billing {
+	if err := checkThroughput(in.ProvisionedThroughput, "provisionedThroughput"); err != nil {
+		return nil, err
+	}
+	// A BillingMode equal to the table's is accepted (and changes nothing),
+	// as DynamoDB accepts it: tools send the whole desired state.
+	if in.BillingMode != "" {
 		switch in.BillingMode {
+		case s.billing:
 		case types.BillingModePayPerRequest:
 			s.billing, s.throughput = in.BillingMode, nil
 		case types.BillingModeProvisioned:
@@ -95,7 +101,7 @@ func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableO
 		changed = true
 	}
 	if !changed {
-		return nil, validationError("The parameter cannot be empty: at least one of BillingMode, ProvisionedThroughput, StreamSpecification, GlobalSecondaryIndexUpdates must be specified")
+		return nil, validationError("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass is required")
 	}
 	return &dynamodb.UpdateTableOutput{TableDescription: t.describe(types.TableStatusActive)}, nil
 }
@@ -227,13 +233,18 @@ func (db *DB) DescribeLimits(ctx context.Context, _ *dynamodb.DescribeLimitsInpu
 	}, nil)
 }
 
-// DescribeContinuousBackups reports backups as enabled and point-in-time
-// recovery as disabled: the engine keeps nothing beyond the process.
+// DescribeContinuousBackups reports continuous backups and point-in-time
+// recovery as disabled: the engine keeps no backups. (A new table on AWS
+// starts DISABLED too, and reports ENABLED a few seconds later, when its
+// on-demand backup machinery is ready.)
 func (db *DB) DescribeContinuousBackups(ctx context.Context, in *dynamodb.DescribeContinuousBackupsInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeContinuousBackupsOutput, error) {
 	name := aws.ToString(in.TableName)
 	c, err := db.begin(ctx, "DescribeContinuousBackups", name)
 	if err != nil {
 		return nil, err
+	}
+	if err := validateTableName(name, "tableName"); err != nil {
+		return finish[dynamodb.DescribeContinuousBackupsOutput](c, nil, err)
 	}
 	db.mu.RLock()
 	_, ok := db.tables[name]
@@ -242,7 +253,7 @@ func (db *DB) DescribeContinuousBackups(ctx context.Context, in *dynamodb.Descri
 		return finish[dynamodb.DescribeContinuousBackupsOutput](c, nil, &types.TableNotFoundException{Message: aws.String("Table not found: " + name)})
 	}
 	return finish(c, &dynamodb.DescribeContinuousBackupsOutput{ContinuousBackupsDescription: &types.ContinuousBackupsDescription{
-		ContinuousBackupsStatus:        types.ContinuousBackupsStatusEnabled,
+		ContinuousBackupsStatus:        types.ContinuousBackupsStatusDisabled,
 		PointInTimeRecoveryDescription: &types.PointInTimeRecoveryDescription{PointInTimeRecoveryStatus: types.PointInTimeRecoveryStatusDisabled},
 	}}, nil)
 }

@@ -45,6 +45,9 @@ func (db *DB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput
 	defer db.mu.RUnlock()
 	t, ok := db.tables[name]
 	if !ok {
+		if err := validateTableName(name, "tableName"); err != nil {
+			return finish[dynamodb.DescribeTableOutput](c, nil, err)
+		}
 		return finish[dynamodb.DescribeTableOutput](c, nil, notFoundError("Requested resource not found: Table: "+name+" not found"))
 	}
 	return finish(c, &dynamodb.DescribeTableOutput{Table: t.describe(types.TableStatusActive)}, nil)
@@ -61,9 +64,12 @@ func (db *DB) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, _ 
 	defer db.mu.Unlock()
 	t, ok := db.tables[name]
 	if !ok {
+		if err := validateTableName(name, "tableName"); err != nil {
+			return finish[dynamodb.DeleteTableOutput](c, nil, err)
+		}
 		return finish[dynamodb.DeleteTableOutput](c, nil, notFoundError("Requested resource not found: Table: "+name+" not found"))
 	}
-	desc := t.describe(types.TableStatusDeleting)
+	desc := deletedDescription(t.describe(types.TableStatusDeleting))
 	for _, ix := range t.indexes {
 		db.lagging.Add(-int64(len(ix.pending)))
 	}
@@ -105,4 +111,21 @@ func (db *DB) ListTables(ctx context.Context, in *dynamodb.ListTablesInput, _ ..
 		out.TableNames = append(out.TableNames, n)
 	}
 	return finish(c, out, nil)
+}
+
+// deletedDescription is the part of a TableDescription DeleteTable answers:
+// DynamoDB leaves out the key schema, attribute definitions, indexes and
+// creation time there (github.com/scylladb/scylladb issue 11472, checked
+// against DynamoDB).
+func deletedDescription(d *types.TableDescription) *types.TableDescription {
+	return &types.TableDescription{
+		TableName:             d.TableName,
+		TableArn:              d.TableArn,
+		TableId:               d.TableId,
+		TableStatus:           d.TableStatus,
+		ItemCount:             d.ItemCount,
+		TableSizeBytes:        d.TableSizeBytes,
+		BillingModeSummary:    d.BillingModeSummary,
+		ProvisionedThroughput: d.ProvisionedThroughput,
+	}
 }
