@@ -44,7 +44,9 @@ func tagCases() []parityCase {
 				AttributeDefinitions: []types.AttributeDefinition{def("pk", "S")}, KeySchema: []types.KeySchemaElement{hash("pk")},
 				Tags: []types.Tag{tag("team", "ferry"), tag("env", "")}})
 			require.NoError(t, err)
-			t.Cleanup(func() { _, _ = c.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+			t.Cleanup(func() {
+				_, _ = c.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+			})
 			w := dynamodb.NewTableExistsWaiter(c)
 			require.NoError(t, w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 5*time.Minute))
 			lt, err := asTagger(t, c).ListTagsOfResource(ctx, &dynamodb.ListTagsOfResourceInput{ResourceArn: out.TableDescription.TableArn})
