@@ -15,41 +15,56 @@ import (
 )
 
 // The metrics the functions write in the Embedded Metric Format
-// (internal/telemetry): namespace, names and dimension sets.
+// (internal/telemetry): namespace, names and dimension sets. Every set also
+// holds MetricDimensionStack (the stack's name, from FERRY_STACK), so two
+// stacks in one account and region never mix their metrics; the alarms and
+// the dashboard read only their own stack's.
 const (
 	MetricNamespace      = "Ferry"
-	MetricActionsEnded   = "ActionsEnded"   // Count [Kind, Outcome, StopReason]
-	MetricAttempts       = "Attempts"       // Count [Kind]
-	MetricClaimed        = "ClaimedActions" // Count []
-	MetricClaimConflicts = "ClaimConflicts" // Count []
-	MetricShortBatches   = "ShortBatches"   // Count []
-	MetricFenceRefusals  = "FenceRefusals"  // Count [Kind]
-	MetricBacklogDepth   = "BacklogDepth"   // Count [] (total) and [Partition]
-	MetricClaimedDepth   = "ClaimedDepth"   // Count [] (total) and [Partition]
-	MetricStuckLaneHeads = "StuckLaneHeads" // Count [] (total) and [Partition]
-	MetricOldestDueAge   = "OldestDueAge"   // Seconds [] (oldest) and [Partition]
+	MetricDimensionStack = "Stack"
+	MetricActionsEnded   = "ActionsEnded"   // Count [Stack, Kind, Outcome, StopReason]
+	MetricAttempts       = "Attempts"       // Count [Stack, Kind]
+	MetricClaimed        = "ClaimedActions" // Count [Stack]
+	MetricClaimConflicts = "ClaimConflicts" // Count [Stack]
+	MetricShortBatches   = "ShortBatches"   // Count [Stack]
+	MetricFenceRefusals  = "FenceRefusals"  // Count [Stack, Kind]
+	MetricBacklogDepth   = "BacklogDepth"   // Count [Stack] (total) and [Stack, Partition]
+	MetricClaimedDepth   = "ClaimedDepth"   // Count [Stack] (total) and [Stack, Partition]
+	MetricStuckLaneHeads = "StuckLaneHeads" // Count [Stack] (total) and [Stack, Partition]
+	MetricOldestDueAge   = "OldestDueAge"   // Seconds [Stack] (oldest) and [Stack, Partition]
 )
 
 // alarmPeriod is every alarm's period.
 var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
 
-// endedQuery is a Metrics Insights query summing ActionsEnded across kinds
-// and stop reasons for one outcome ("" for all, grouped by outcome).
-func endedQuery(outcome string) string {
-	q := fmt.Sprintf(`SELECT SUM(%s) FROM SCHEMA("%s", Kind, Outcome, StopReason)`, MetricActionsEnded, MetricNamespace)
+// kindQuery is a Metrics Insights query summing a metric counted per kind
+// (dimensions Stack, Kind) across kinds, for one stack.
+func kindQuery(stack, metric string) string {
+	return fmt.Sprintf(`SELECT SUM(%s) FROM SCHEMA("%s", Kind, %s) WHERE %s = '%s'`,
+		metric, MetricNamespace, MetricDimensionStack, MetricDimensionStack, stack)
+}
+
+// endedQuery is a Metrics Insights query summing one stack's ActionsEnded
+// across kinds and stop reasons for one outcome ("" for all, grouped by
+// outcome).
+func endedQuery(stack, outcome string) string {
+	q := fmt.Sprintf(`SELECT SUM(%s) FROM SCHEMA("%s", Kind, Outcome, %s, StopReason) WHERE %s = '%s'`,
+		MetricActionsEnded, MetricNamespace, MetricDimensionStack, MetricDimensionStack, stack)
 	if outcome == "" {
 		return q + " GROUP BY Outcome"
 	}
-	return q + fmt.Sprintf(" WHERE Outcome = '%s'", outcome)
+	return q + fmt.Sprintf(" AND Outcome = '%s'", outcome)
 }
 
-// ferryMetric is a stack-wide Ferry metric (no dimensions).
-func ferryMetric(name, statistic string) awscloudwatch.Metric {
+// ferryMetric is one of the stack's own Ferry metrics without other
+// dimensions (a stack-wide total).
+func (s *Stack) ferryMetric(name, statistic string, period awscdk.Duration) awscloudwatch.Metric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(MetricNamespace),
-		MetricName: jsii.String(name),
-		Statistic:  jsii.String(statistic),
-		Period:     alarmPeriod,
+		Namespace:     jsii.String(MetricNamespace),
+		MetricName:    jsii.String(name),
+		DimensionsMap: &map[string]*string{MetricDimensionStack: s.Stack.StackName()},
+		Statistic:     jsii.String(statistic),
+		Period:        period,
 	})
 }
 
@@ -116,20 +131,21 @@ type alarmSpec struct {
 func (s *Stack) newAlarms() {
 	p := s.Props
 	a := p.Alarms
+	stack := *s.Stack.StackName()
 	gte := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 	notBreaching := awscloudwatch.TreatMissingData_NOT_BREACHING
 	specs := []alarmSpec{
 		{
 			id:          "OldestDueAge",
 			description: fmt.Sprintf("The oldest due action has waited more than %s: the drainer is not keeping up or not running.", fmtDur(a.OldestDueAge)),
-			metric:      ferryMetric(MetricOldestDueAge, "Maximum"),
+			metric:      s.ferryMetric(MetricOldestDueAge, "Maximum", alarmPeriod),
 			threshold:   a.OldestDueAge.Seconds(), periods: 1,
 			op: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, missing: notBreaching,
 		},
 		{
 			id:          "GaugesMissing",
 			description: "The reaper has published no backlog gauges for 10 minutes: the backlog alarms are blind.",
-			metric:      ferryMetric(MetricOldestDueAge, "SampleCount"),
+			metric:      s.ferryMetric(MetricOldestDueAge, "SampleCount", alarmPeriod),
 			threshold:   1, periods: 2,
 			op: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, missing: awscloudwatch.TreatMissingData_BREACHING,
 		},
@@ -137,7 +153,7 @@ func (s *Stack) newAlarms() {
 			id:          "Uncertain",
 			description: "An action ended UNCERTAIN: its effect may or may not have happened; someone must check the provider.",
 			metric: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-				Expression: jsii.String(endedQuery("UNCERTAIN")), Period: alarmPeriod, Label: jsii.String("UNCERTAIN"),
+				Expression: jsii.String(endedQuery(stack, "UNCERTAIN")), Period: alarmPeriod, Label: jsii.String("UNCERTAIN"),
 			}),
 			threshold: float64(a.Uncertain), periods: 1, op: gte, missing: notBreaching,
 		},
@@ -145,14 +161,14 @@ func (s *Stack) newAlarms() {
 			id:          "Failed",
 			description: fmt.Sprintf("%d or more actions ended FAILED in 5 minutes.", a.Failed),
 			metric: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-				Expression: jsii.String(endedQuery("FAILED")), Period: alarmPeriod, Label: jsii.String("FAILED"),
+				Expression: jsii.String(endedQuery(stack, "FAILED")), Period: alarmPeriod, Label: jsii.String("FAILED"),
 			}),
 			threshold: float64(a.Failed), periods: 1, op: gte, missing: notBreaching,
 		},
 		{
 			id:          "StuckLaneHeads",
 			description: "Lane heads have been stuck for 15 minutes: the actions behind them cannot start.",
-			metric:      ferryMetric(MetricStuckLaneHeads, "Maximum"),
+			metric:      s.ferryMetric(MetricStuckLaneHeads, "Maximum", alarmPeriod),
 			threshold:   float64(a.StuckLaneHeads), periods: 3, op: gte, missing: notBreaching,
 		},
 	}

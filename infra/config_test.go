@@ -65,7 +65,7 @@ func TestFunctionEnvironment(t *testing.T) {
 	p := Props{}.WithDefaults()
 	shared := map[string]string{
 		EnvTable: "ferry", EnvPartitions: "16", EnvLease: "5m", EnvWriteMargin: "60s", EnvLogLevel: "info",
-		EnvRetention: "720h", EnvRowCap: "500000",
+		EnvRetention: "720h", EnvRowCap: "500000", EnvStack: "Ferry", EnvClockSkew: "5s", EnvProviderTimeout: "30s",
 	}
 	with := func(extra map[string]string) map[string]string {
 		m := map[string]string{}
@@ -83,7 +83,7 @@ func TestFunctionEnvironment(t *testing.T) {
 		FunctionReaper:    with(nil),
 		FunctionRetention: with(nil),
 	} {
-		got, err := FunctionEnvironment(fn, &p, "ferry")
+		got, err := FunctionEnvironment(fn, &p, "ferry", "Ferry")
 		require.NoError(t, err)
 		require.Equal(t, want, got, "%s", fn)
 	}
@@ -94,26 +94,26 @@ func TestFunctionEnvironment(t *testing.T) {
 		Tracing: TracingOpenTelemetry, OTelLayerARN: "arn:aws:lambda:eu-west-1:111122223333:layer:otel:1",
 	}.WithDefaults()
 	require.NoError(t, p.Validate())
-	enq, err := FunctionEnvironment(FunctionEnqueue, &p, "ferry")
+	enq, err := FunctionEnvironment(FunctionEnqueue, &p, "ferry", "Ferry")
 	require.NoError(t, err)
 	require.Equal(t, "groups", enq[EnvWorkspaceClaim])
 	require.NotContains(t, enq, EnvIAMWorkspaces)
 	require.Equal(t, "ferry-enqueue", enq[EnvOTelServiceName])
-	drainer, err := FunctionEnvironment(FunctionDrainer, &p, "ferry")
+	drainer, err := FunctionEnvironment(FunctionDrainer, &p, "ferry", "Ferry")
 	require.NoError(t, err)
 	require.Equal(t, testSecret, drainer[EnvWebhookSecretsARN])
 	require.Equal(t, "ferry", drainer[EnvSESConfigurationSet])
 	require.Equal(t, "http://localhost:4318", drainer[EnvOTelEndpoint])
 
 	p.LocalEndpoints = true
-	reaper, err := FunctionEnvironment(FunctionReaper, &p, "ferry")
+	reaper, err := FunctionEnvironment(FunctionReaper, &p, "ferry", "Ferry")
 	require.NoError(t, err)
 	for _, v := range LocalEndpointVariables {
 		require.Contains(t, reaper, v)
 		require.Empty(t, reaper[v], "declared for sam local to override")
 	}
 
-	_, err = FunctionEnvironment("sender", &p, "ferry")
+	_, err = FunctionEnvironment("sender", &p, "ferry", "Ferry")
 	require.ErrorContains(t, err, `unknown function "sender"`)
 }
 

@@ -1,8 +1,6 @@
 package infra
 
 import (
-	"fmt"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
@@ -28,18 +26,9 @@ func (s *Stack) newDashboard() {
 		}
 		return awscloudwatch.NewGraphWidget(props)
 	}
-	gauge := func(name string) awscloudwatch.IMetric {
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(MetricNamespace), MetricName: jsii.String(name),
-			Statistic: jsii.String("Maximum"), Period: dashboardPeriod,
-		})
-	}
-	count := func(name string) awscloudwatch.IMetric {
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(MetricNamespace), MetricName: jsii.String(name),
-			Statistic: jsii.String("Sum"), Period: dashboardPeriod,
-		})
-	}
+	stack := *s.Stack.StackName()
+	gauge := func(name string) awscloudwatch.IMetric { return s.ferryMetric(name, "Maximum", dashboardPeriod) }
+	count := func(name string) awscloudwatch.IMetric { return s.ferryMetric(name, "Sum", dashboardPeriod) }
 	query := func(label, q string) awscloudwatch.IMetric {
 		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression: jsii.String(q), Label: jsii.String(label), Period: dashboardPeriod,
@@ -79,15 +68,15 @@ func (s *Stack) newDashboard() {
 				graph("Backlog: oldest due age (s)", []awscloudwatch.IMetric{gauge(MetricOldestDueAge)}, nil),
 			},
 			{
-				graph("Throughput: ended actions by outcome", []awscloudwatch.IMetric{query("ended", endedQuery(""))}, nil),
+				graph("Throughput: ended actions by outcome", []awscloudwatch.IMetric{query("ended", endedQuery(stack, ""))}, nil),
 				graph("Throughput: attempts and claims",
 					[]awscloudwatch.IMetric{
-						query("attempts", fmt.Sprintf(`SELECT SUM(%s) FROM SCHEMA("%s", Kind)`, MetricAttempts, MetricNamespace)),
+						query("attempts", kindQuery(stack, MetricAttempts)),
 						count(MetricClaimed),
 					},
 					[]awscloudwatch.IMetric{
 						count(MetricClaimConflicts), count(MetricShortBatches),
-						query("fence refusals", fmt.Sprintf(`SELECT SUM(%s) FROM SCHEMA("%s", Kind)`, MetricFenceRefusals, MetricNamespace)),
+						query("fence refusals", kindQuery(stack, MetricFenceRefusals)),
 					}),
 			},
 			{

@@ -22,6 +22,15 @@ const (
 	EnvRowCap              = "FERRY_ROW_CAP"
 	EnvWebhookSecretsARN   = "FERRY_WEBHOOK_SECRETS_ARN"
 	EnvSESConfigurationSet = "FERRY_SES_CONFIGURATION_SET"
+	// EnvStack is the stack's name: the value of the Stack dimension every
+	// Ferry metric carries, so two stacks in one account and region keep
+	// their metrics apart.
+	EnvStack = "FERRY_STACK"
+	// EnvClockSkew and EnvProviderTimeout carry ClockSkew and
+	// ProviderTimeout, the bounds the timing rules of Props.Validate are
+	// checked against, to the functions that must honour them.
+	EnvClockSkew       = "FERRY_CLOCK_SKEW"
+	EnvProviderTimeout = "FERRY_PROVIDER_TIMEOUT"
 	// OpenTelemetry's own variables, set with Tracing "otel" only.
 	EnvOTelServiceName = "OTEL_SERVICE_NAME"
 	EnvOTelEndpoint    = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -36,14 +45,21 @@ const otelCollectorEndpoint = "http://localhost:4318"
 
 // FunctionEnvironment returns the environment of function fn: the shared
 // variables, then fn's own. table is the table's name as the template should
-// hold it (a token in the stack, a plain name in tests of this function).
-func FunctionEnvironment(fn FunctionName, p *Props, table string) (map[string]string, error) {
+// hold it (a token in the stack, a plain name in tests of this function);
+// stack is the stack's name, the Stack dimension of the metrics.
+func FunctionEnvironment(fn FunctionName, p *Props, table, stack string) (map[string]string, error) {
 	env := map[string]string{
 		EnvTable:       table,
+		EnvStack:       stack,
 		EnvPartitions:  strconv.Itoa(p.Partitions),
 		EnvLease:       fmtDur(p.Lease),
 		EnvWriteMargin: fmtDur(p.WriteMargin),
-		EnvLogLevel:    strings.ToLower(p.LogLevel),
+		// Every lease computation allows for the skew, and the adapters
+		// bound each provider call by the timeout: the values the timing
+		// rules were checked with are the values the functions run with.
+		EnvClockSkew:       fmtDur(p.ClockSkew),
+		EnvProviderTimeout: fmtDur(p.ProviderTimeout),
+		EnvLogLevel:        strings.ToLower(p.LogLevel),
 		// Every function ends actions (cancel, outcomes, the reaper) and
 		// stamps their TTL and journal expiry from the retention, so all
 		// of them read it, not only the retention function.

@@ -91,7 +91,7 @@ func (s *Stack) newFunction(fn FunctionName, assetDir string) error {
 	role.AddToPrincipalPolicy(statement([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, *logs.LogGroupArn()))
 	s.grantFunction(fn, role)
 
-	env, err := FunctionEnvironment(fn, p, *s.Table.TableName())
+	env, err := FunctionEnvironment(fn, p, *s.Table.TableName(), *s.Stack.StackName())
 	if err != nil {
 		return err
 	}

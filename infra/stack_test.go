@@ -39,7 +39,10 @@ func synth(t *testing.T, name string, props Props) *synthesized {
 	// so its output directory outlives this test.
 	out, err := os.MkdirTemp(testAssetDir, "cdk.out-")
 	require.NoError(t, err)
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
+	// The context of cdk.json, feature flags included, as the CDK CLI
+	// passes it: the tests pin the template that deploys.
+	ctx := cdkContext(t)
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out), Context: &ctx})
 	stack, err := NewStack(app, "Ferry", props)
 	require.NoError(t, err)
 	tmpl := assertions.Template_FromStack(stack.Stack, nil)
@@ -266,6 +269,7 @@ func TestFunctions(t *testing.T) {
 	shared := map[string]any{
 		"FERRY_TABLE": tableRef, "FERRY_PARTITIONS": "16", "FERRY_LEASE": "5m",
 		"FERRY_WRITE_MARGIN": "60s", "LOG_LEVEL": "info", "FERRY_RETENTION": "720h", "FERRY_ROW_CAP": "500000",
+		"FERRY_STACK": "Ferry", "FERRY_CLOCK_SKEW": "5s", "FERRY_PROVIDER_TIMEOUT": "30s",
 	}
 	with := func(extra map[string]any) map[string]any {
 		m := map[string]any{}
@@ -341,7 +345,8 @@ func TestRolePolicies(t *testing.T) {
 		Actions: []string{"kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"}, Resources: []string{testKey},
 		Condition: `{"StringEquals":{"kms:ViaService":{"Fn::Join":["",["dynamodb.",{"Ref":"AWS::Region"},".amazonaws.com"]]}}}`,
 	}
-	xray := stmt{Actions: []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, Resources: []string{"*"}}
+	// @aws-cdk/aws-iam:minimizePolicies (cdk.json) sorts a statement's actions.
+	xray := stmt{Actions: []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}, Resources: []string{"*"}}
 	want := map[FunctionName][]stmt{
 		FunctionEnqueue: {
 			logs(FunctionEnqueue),
@@ -579,6 +584,10 @@ func TestAlarms(t *testing.T) {
 	require.Equal(t, "Ferry", oldest["Namespace"])
 	require.Equal(t, "OldestDueAge", oldest["MetricName"])
 	require.Equal(t, "Maximum", oldest["Statistic"])
+	stackDim := []any{map[string]any{"Name": "Stack", "Value": "Ferry"}}
+	for _, id := range []string{"OldestDueAge", "GaugesMissing", "StuckLaneHeads"} {
+		require.Equal(t, stackDim, s.props(t, s.stack.LogicalID(s.stack.Alarms[id]))["Dimensions"], "%s: this stack's metric only", id)
+	}
 	require.Equal(t, "breaching", s.props(t, s.stack.LogicalID(s.stack.Alarms["GaugesMissing"]))["TreatMissingData"])
 
 	query := func(id string) string {
@@ -587,8 +596,8 @@ func TestAlarms(t *testing.T) {
 		require.Equal(t, 300.0, m[0].(map[string]any)["Period"])
 		return m[0].(map[string]any)["Expression"].(string)
 	}
-	require.Equal(t, `SELECT SUM(ActionsEnded) FROM SCHEMA("Ferry", Kind, Outcome, StopReason) WHERE Outcome = 'UNCERTAIN'`, query("Uncertain"))
-	require.Equal(t, `SELECT SUM(ActionsEnded) FROM SCHEMA("Ferry", Kind, Outcome, StopReason) WHERE Outcome = 'FAILED'`, query("Failed"))
+	require.Equal(t, `SELECT SUM(ActionsEnded) FROM SCHEMA("Ferry", Kind, Outcome, Stack, StopReason) WHERE Stack = 'Ferry' AND Outcome = 'UNCERTAIN'`, query("Uncertain"))
+	require.Equal(t, `SELECT SUM(ActionsEnded) FROM SCHEMA("Ferry", Kind, Outcome, Stack, StopReason) WHERE Stack = 'Ferry' AND Outcome = 'FAILED'`, query("Failed"))
 
 	throttles := s.props(t, s.stack.LogicalID(s.stack.Alarms["DynamoDBThrottles"]))["Metrics"].([]any)
 	require.Len(t, throttles, 1+len(TableOperations))
@@ -643,7 +652,13 @@ func TestDashboard(t *testing.T) {
 			"Errors: functions", "Errors: DynamoDB throttled requests"} {
 			require.Contains(t, body, `"title":"`+title+`"`)
 		}
-		require.Contains(t, body, `GROUP BY Outcome`)
+		require.Contains(t, body, `WHERE Stack = 'Ferry' GROUP BY Outcome`)
+		require.Contains(t, body, `SELECT SUM(Attempts) FROM SCHEMA(\"Ferry\", Kind, Stack) WHERE Stack = 'Ferry'`)
+		// Every Ferry metric of the dashboard names this stack: a metric
+		// array ["Ferry", name, …] always goes on with "Stack", "Ferry".
+		for _, m := range regexp.MustCompile(`\["Ferry","[A-Za-z]+"[^\]]*\]`).FindAllString(body, -1) {
+			require.Contains(t, m, `"Stack","Ferry"`, m)
+		}
 	}
 }
 
