@@ -10,15 +10,27 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/ferryhq/ferry/internal/ddblocal"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
-// faultyDB injects the faults of ddblocal's fault plans into single-item
-// writes picked by a rule (it sees the key, or a PutItem's whole item), on any backend (the embedded DynamoDB, over HTTP,
-// a real endpoint): FaultFailBefore fails the call before it reaches the
+// fault is what faultyDB does to one call a rule picks.
+type fault int
+
+// The faults.
+const (
+	// noFault lets the call through.
+	noFault fault = iota
+	// failBefore fails the call before it reaches the backend, as when the
+	// engine's process dies.
+	failBefore
+	// failAfter sends the call, then loses its answer (an ambiguous write).
+	failAfter
+)
+
+// faultyDB injects faults into single-item calls picked by a rule (it sees the key, or a PutItem's whole item), on any backend (the embedded DynamoDB, over HTTP,
+// a real endpoint): failBefore fails the call before it reaches the
 // backend, as when the engine's process dies (the error is neither
-// retryable nor ambiguous: the engine gives up); FaultFailAfter sends the
+// retryable nor ambiguous: the engine gives up); failAfter sends the
 // call and then loses its answer (an InternalServerError: an ambiguous
 // write). before, when set, runs ahead of a call the rule lets through, so
 // that a case can put another client's calls between two of the engine's
@@ -26,22 +38,22 @@ import (
 type faultyDB struct {
 	outbox.DynamoDB
 	mu     sync.Mutex
-	rule   func(op string, key map[string]types.AttributeValue) ddblocal.FaultKind
+	rule   func(op string, key map[string]types.AttributeValue) fault
 	before func(op string, key map[string]types.AttributeValue)
 }
 
 // errCrashed is what a call of a crashed engine returns.
 var errCrashed = context.Canceled
 
-func (f *faultyDB) decide(op string, key map[string]types.AttributeValue) ddblocal.FaultKind {
+func (f *faultyDB) decide(op string, key map[string]types.AttributeValue) fault {
 	f.mu.Lock()
 	rule, before := f.rule, f.before
 	f.mu.Unlock()
-	k := ddblocal.FaultNone
+	k := noFault
 	if rule != nil {
 		k = rule(op, key)
 	}
-	if k == ddblocal.FaultNone && before != nil {
+	if k == noFault && before != nil {
 		before(op, key)
 	}
 	return k
@@ -53,9 +65,9 @@ func lost() error {
 
 func (f *faultyDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	switch f.decide("PutItem", in.Item) {
-	case ddblocal.FaultFailBefore:
+	case failBefore:
 		return nil, errCrashed
-	case ddblocal.FaultFailAfter:
+	case failAfter:
 		if _, err := f.DynamoDB.PutItem(ctx, in, o...); err != nil {
 			return nil, err
 		}
@@ -65,21 +77,21 @@ func (f *faultyDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...
 }
 
 func (f *faultyDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if f.decide("GetItem", in.Key) != ddblocal.FaultNone {
+	if f.decide("GetItem", in.Key) != noFault {
 		return nil, errCrashed
 	}
 	return f.DynamoDB.GetItem(ctx, in, o...)
 }
 
 func (f *faultyDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if f.decide("UpdateItem", in.Key) != ddblocal.FaultNone {
+	if f.decide("UpdateItem", in.Key) != noFault {
 		return nil, errCrashed
 	}
 	return f.DynamoDB.UpdateItem(ctx, in, o...)
 }
 
 func (f *faultyDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if f.decide("DeleteItem", in.Key) != ddblocal.FaultNone {
+	if f.decide("DeleteItem", in.Key) != noFault {
 		return nil, errCrashed
 	}
 	return f.DynamoDB.DeleteItem(ctx, in, o...)

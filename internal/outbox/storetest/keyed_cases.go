@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ferryhq/ferry/internal/ddblocal"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
@@ -32,12 +31,12 @@ func (tb *bundle) faulty(t *testing.T) (*outbox.Engine, *faultyDB) {
 // an action: that call and every later one fail.
 func (f *faultyDB) crashBeforeAction() {
 	crashed := false
-	f.rule = func(op string, k map[string]types.AttributeValue) ddblocal.FaultKind {
+	f.rule = func(op string, k map[string]types.AttributeValue) fault {
 		if crashed || (op == "PutItem" && isAction(k)) {
 			crashed = true
-			return ddblocal.FaultFailBefore
+			return failBefore
 		}
-		return ddblocal.FaultNone
+		return noFault
 	}
 }
 
@@ -75,20 +74,20 @@ var _ = register("KeyedEnqueueCrashBetweenRecordAndActionIsFinishedByARetry", fu
 			SubjectID: "alice", Payload: Payload(Script{Tag: "first"}), MaxAttempts: 3}
 		crashing, f := tb.faulty(t)
 		crashed := false
-		f.rule = func(op string, k map[string]types.AttributeValue) ddblocal.FaultKind {
+		f.rule = func(op string, k map[string]types.AttributeValue) fault {
 			switch {
 			case crashed:
-				return ddblocal.FaultFailBefore
+				return failBefore
 			case !commitThenCrash && op == "PutItem" && isAction(k):
 				// The record is written; the process dies before the action.
 				crashed = true
-				return ddblocal.FaultFailBefore
+				return failBefore
 			case commitThenCrash && op == "PutItem" && isRecord(k):
 				// The record commits, its answer is lost, the process dies.
 				crashed = true
-				return ddblocal.FaultFailAfter
+				return failAfter
 			}
-			return ddblocal.FaultNone
+			return noFault
 		}
 		_, err := crashing.Enqueue(ctx, p)
 		require.Error(t, err, "the enqueue was not acknowledged")
@@ -132,12 +131,12 @@ var _ = register("KeyedEnqueueWhoseActionPutFailsIsGivenUp", func(ctx context.Co
 	p := outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", IdempotencyKey: "once", SubjectID: "alice", Payload: Payload(Script{})}
 	e, f := tb.faulty(t)
 	failed := false
-	f.rule = func(op string, k map[string]types.AttributeValue) ddblocal.FaultKind {
+	f.rule = func(op string, k map[string]types.AttributeValue) fault {
 		if op == "PutItem" && isAction(k) && !failed {
 			failed = true
-			return ddblocal.FaultFailBefore
+			return failBefore
 		}
-		return ddblocal.FaultNone
+		return noFault
 	}
 	_, err := e.Enqueue(ctx, p)
 	require.Error(t, err)
@@ -156,15 +155,15 @@ var _ = register("KeyedEnqueueWhoseActionPutFailsIsGivenUp", func(ctx context.Co
 	p.IdempotencyKey = "landed"
 	e2, f2 := tb.faulty(t)
 	puts := 0
-	f2.rule = func(op string, k map[string]types.AttributeValue) ddblocal.FaultKind {
+	f2.rule = func(op string, k map[string]types.AttributeValue) fault {
 		if op == "PutItem" && isAction(k) {
 			puts++
 			if puts == 1 {
-				return ddblocal.FaultFailAfter
+				return failAfter
 			}
-			return ddblocal.FaultFailBefore
+			return failBefore
 		}
-		return ddblocal.FaultNone
+		return noFault
 	}
 	r, err := e2.Enqueue(ctx, p)
 	require.NoError(t, err)
