@@ -45,12 +45,12 @@ type changeRecord struct {
 	byTTL    bool
 }
 
-// record appends the change of one commit to the table's feed when the
-// table has a stream. A write that changes nothing writes no record, as in
+// record appends the change of one commit to the table's current stream,
+// when it has one. A write that changes nothing writes no record, as in
 // DynamoDB Streams.
 func (t *table) record(db *DB, old, ne *entry, now time.Time, byTTL bool) {
-	spec := t.schema.stream
-	if spec == nil || !aws.ToBool(spec.StreamEnabled) {
+	st := t.stream
+	if st == nil {
 		return
 	}
 	if old == nil && ne == nil {
@@ -74,31 +74,22 @@ func (t *table) record(db *DB, old, ne *entry, now time.Time, byTTL bool) {
 		img = ne.item()
 	}
 	r.keys = encodeItem(nil, t.schema.keyItem(img))
-	view := spec.StreamViewType
+	view := st.view
 	if old != nil && (view == types.StreamViewTypeOldImage || view == types.StreamViewTypeNewAndOldImages) {
 		r.old = old.data()
 	}
 	if ne != nil && (view == types.StreamViewTypeNewImage || view == types.StreamViewTypeNewAndOldImages) {
 		r.new = ne.data()
 	}
-	// Trim what is past retention; records are in time order.
-	cut := 0
-	limit := now.Add(-db.changeRetention)
-	for cut < len(t.changes) && t.changes[cut].at.Before(limit) {
-		cut++
-	}
-	if over := len(t.changes) - cut + 1 - db.changeLimit; db.changeLimit > 0 && over > 0 {
-		cut += over
-	}
-	if cut > 0 {
-		t.changes = t.changes[cut:] // O(1); append drops the dead prefix when it grows
-	}
-	t.changes = append(t.changes, r)
+	st.trim(now.Add(-db.changeRetention), db.changeLimit-1)
+	st.records = append(st.records, r)
 	db.notifyWatchers()
 }
 
 // Changes returns the table's change records with Seq >= fromSeq, oldest
-// first (nil for an unknown table or a table without a stream).
+// first, from its current stream and the streams it had before that are
+// still retained (nil for an unknown table or a table that never had a
+// stream).
 func (db *DB) Changes(tableName string, fromSeq uint64) []Change {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
@@ -106,19 +97,25 @@ func (db *DB) Changes(tableName string, fromSeq uint64) []Change {
 	if !ok {
 		return nil
 	}
-	i := sort.Search(len(t.changes), func(i int) bool { return t.changes[i].seq >= fromSeq })
-	out := make([]Change, 0, len(t.changes)-i)
-	for _, r := range t.changes[i:] {
-		c := Change{Seq: r.seq, Table: tableName, EventName: r.event, Keys: decodeItem(r.keys), At: r.at, ByTTL: r.byTTL}
-		if r.old != nil {
-			c.OldImage = decodeItem(r.old)
+	var out []Change
+	for _, st := range t.streams {
+		i := sort.Search(len(st.records), func(i int) bool { return st.records[i].seq >= fromSeq })
+		for _, r := range st.records[i:] {
+			out = append(out, r.change(tableName))
 		}
-		if r.new != nil {
-			c.NewImage = decodeItem(r.new)
-		}
-		out = append(out, c)
 	}
 	return out
+}
+
+func (r *changeRecord) change(tableName string) Change {
+	c := Change{Seq: r.seq, Table: tableName, EventName: r.event, Keys: decodeItem(r.keys), At: r.at, ByTTL: r.byTTL}
+	if r.old != nil {
+		c.OldImage = decodeItem(r.old)
+	}
+	if r.new != nil {
+		c.NewImage = decodeItem(r.new)
+	}
+	return c
 }
 
 // Watch returns a channel that receives a signal (coalesced: buffered one)
@@ -147,4 +144,9 @@ func (db *DB) notifyWatchers() {
 		default:
 		}
 	}
+}
+
+// streamEnabled reports whether the schema asks for a stream.
+func (s *tableSchema) streamEnabled() bool {
+	return s.stream != nil && aws.ToBool(s.stream.StreamEnabled)
 }

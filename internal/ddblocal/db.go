@@ -38,6 +38,7 @@ type DB struct {
 	tokenOrder  []tokenRecord // by commit order, for O(expired) expiry
 
 	changeSeq       uint64
+	streams         []*stream // every stream retained, oldest first
 	changeRetention time.Duration
 	changeLimit     int
 	watchMu         sync.Mutex

@@ -118,7 +118,10 @@ type table struct {
 	ttlEnabled bool
 	expiries   *btree.BTreeG[expiry]
 
-	changes []changeRecord
+	// stream is the enabled stream (nil: none); streams are the table's
+	// streams still retained, oldest first, stream included.
+	stream  *stream
+	streams []*stream
 	tags    map[string]string
 }
 

@@ -80,6 +80,7 @@ func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableO
 		default:
 			s.stream = nil
 		}
+		db.syncStream(t, db.clock.Now(), false)
 		changed = true
 	}
 	for _, u := range in.GlobalSecondaryIndexUpdates {

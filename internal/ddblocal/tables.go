@@ -30,6 +30,7 @@ func (db *DB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, _ 
 	t := newTable(s)
 	t.tags = tagMap(in.Tags)
 	db.tables[s.name] = t
+	db.syncStream(t, db.clock.Now(), false)
 	return finish(c, &dynamodb.CreateTableOutput{TableDescription: t.describe(types.TableStatusActive)}, nil)
 }
 
@@ -70,6 +71,7 @@ func (db *DB) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, _ 
 		return finish[dynamodb.DeleteTableOutput](c, nil, notFoundError("Requested resource not found: Table: "+name+" not found"))
 	}
 	desc := deletedDescription(t.describe(types.TableStatusDeleting))
+	db.syncStream(t, db.clock.Now(), true)
 	for _, ix := range t.indexes {
 		db.lagging.Add(-int64(len(ix.pending)))
 	}

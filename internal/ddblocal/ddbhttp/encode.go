@@ -77,8 +77,12 @@ func omitted(v reflect.Value) bool {
 }
 
 func (e *encoder) value(v reflect.Value) {
-	if v.Type() == attributeValueType {
+	switch v.Type() {
+	case attributeValueType:
 		e.attributeValue(v)
+		return
+	case streamsAttributeValueType:
+		e.streamsAttributeValue(v)
 		return
 	}
 	switch v.Kind() {

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // DefaultMaxBodyBytes is the largest request body accepted by default: 16 MB
@@ -72,8 +71,9 @@ func RequireAuthorization() Option {
 
 // Handler serves the DynamoDB JSON 1.0 protocol over a Backend.
 type Handler struct {
-	ops map[string]operation
-	cfg handlerConfig
+	ops       map[string]operation
+	streamOps map[string]operation // DynamoDB Streams, when the backend serves it
+	cfg       handlerConfig
 }
 
 // NewHandler returns an http.Handler that serves the DynamoDB JSON 1.0
@@ -88,7 +88,7 @@ func NewHandler(b Backend, opts ...Option) *Handler {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Handler{ops: operations(b), cfg: cfg}
+	return &Handler{ops: operations(b), streamOps: streamsOperations(b), cfg: cfg}
 }
 
 // ServeHTTP implements http.Handler.
@@ -119,9 +119,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	target := r.Header.Get("X-Amz-Target")
-	name, ok := strings.CutPrefix(target, targetPrefix)
-	operation, known := h.ops[name]
-	if !ok || !known {
+	name, operation, known := h.lookup(target)
+	if !known {
 		h.fail(w, reqID, target, &requestError{code: codeUnknownOperation, message: unknownOperationMessage(target)})
 		return
 	}

@@ -62,6 +62,7 @@ func modeledSchemas() map[reflect.Type]*smithy.Schema {
 			}
 			m[t] = e.Schema
 		}
+		streamsSchemas(m)
 		schemaByType = m
 	})
 	return schemaByType
