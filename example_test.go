@@ -11,8 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ferryhq/ferry"
-	"github.com/ferryhq/ferry/internal/clock"
-	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/ferrytest"
 )
 
 // shipped is a custom kind: it tells a (pretend) warehouse that an order
@@ -42,8 +41,8 @@ func (shipped) Execute(_ context.Context, att *ferry.Attempt) ferry.Result {
 // service's own change, then drains it.
 func Example() {
 	ctx := context.Background()
-	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	db := ddblocal.New(ddblocal.WithClock(clk)) // in production: a *dynamodb.Client
+	clk := ferrytest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	db := ferrytest.NewDynamoDB(clk) // in production: a *dynamodb.Client
 
 	reg := ferry.NewRegistry()
 	if err := reg.Register(shipped{}); err != nil {
@@ -87,8 +86,9 @@ func Example() {
 	a, _ := outbox.ActionGet(ctx, prepared.Action.ID)
 	fmt.Println("after commit:", a.State)
 
-	// The drainer (a Lambda function in production) carries it out.
-	if err := outbox.Drain(ctx); err != nil {
+	// The drainer (a Lambda function in production, or the service's own
+	// loop calling outbox.Sweep) carries it out.
+	if err := ferrytest.DrainUntilIdle(ctx, outbox); err != nil {
 		panic(err)
 	}
 	a, _ = outbox.ActionGet(ctx, prepared.Action.ID)

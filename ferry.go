@@ -1,23 +1,35 @@
 // Package ferry is the Go library of Ferry, a durable, fenced outbox on
-// DynamoDB: a Go service builds an action's items and appends them to its own
-// TransactWriteItems, so the action exists exactly when its change commits;
-// it reads actions, and registers custom kinds with their adapters for its
-// own drainer.
+// DynamoDB, in library mode: a Go service enqueues actions (also as items for
+// its own TransactWriteItems, so an action exists exactly when its change
+// commits), reads, admits, cancels and erases them, registers its own kinds
+// with their adapters, and runs its own drainer, reaper and retention.
 //
-// The types are those of the engine (internal/outbox), re-exported here.
+// The package ferrytest gives a service's tests what Ferry's own tests use:
+// the embedded DynamoDB, a manual clock and a drain that runs until idle.
+// docs/design.md describes the table and the protocols; docs/api.md the
+// whole public contract.
 package ferry
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/librarybridge"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
-// Engine runs the outbox protocols on one table: enqueue (also as items for
-// the caller's own transaction), reads, admit and cancel, draining, reaper,
-// retention and erasure.
-type Engine = outbox.Engine
+// Outbox runs Ferry's protocols on one table, in library mode: enqueue (also
+// as items for the caller's own transaction), reads, admit and cancel,
+// erasure, and what a service needs to run its own drainer, reaper and
+// retention.
+type Outbox struct {
+	engine *outbox.Engine
+}
+
+func init() {
+	librarybridge.EngineOf = func(o any) *outbox.Engine { return o.(*Outbox).engine }
+}
 
 // Config is the engine's configuration; zero fields take their defaults.
 type Config = outbox.Config
@@ -42,6 +54,21 @@ type EnqueueParams = outbox.EnqueueParams
 
 // EnqueueResult is the action an enqueue created or found.
 type EnqueueResult = outbox.EnqueueResult
+
+// MaxBatchEnqueue is the most actions one EnqueueBatch takes.
+const MaxBatchEnqueue = outbox.MaxBatchEnqueue
+
+// DrainParams tunes a drain; DrainResult counts what it did.
+type (
+	DrainParams = outbox.DrainParams
+	DrainResult = outbox.DrainResult
+)
+
+// ReapResult and RetainResult count what the reaper and retention did.
+type (
+	ReapResult   = outbox.ReapResult
+	RetainResult = outbox.RetainResult
+)
 
 // PreparedEnqueue holds the items that create an action, for the caller's
 // own TransactWriteItems.
@@ -95,10 +122,19 @@ type (
 	Observer = outbox.Observer
 )
 
-// Errors the engine returns.
+// Errors the outbox returns.
 var (
 	ErrNotFound    = outbox.ErrNotFound
 	ErrUnknownKind = outbox.ErrUnknownKind
+)
+
+// TransitionError (a refused state change), ValidationError (a field
+// refused, named) and TooLargeError (a payload over the limit) carry data;
+// match them with errors.As.
+type (
+	TransitionError = outbox.TransitionError
+	ValidationError = outbox.ValidationError
+	TooLargeError   = outbox.TooLargeError
 )
 
 // Result constructors for adapters.
@@ -132,8 +168,9 @@ func WithObserver(obs Observer) Option {
 	return func(o *options) { o.opts = append(o.opts, outbox.WithObserver(obs)) }
 }
 
-// New builds an engine on db for the kinds in reg.
-func New(db DynamoDB, reg *Registry, cfg Config, opts ...Option) (*Engine, error) {
+// New builds an outbox on db (a *dynamodb.Client in production) for the
+// kinds in reg.
+func New(db DynamoDB, reg *Registry, cfg Config, opts ...Option) (*Outbox, error) {
 	o := options{clk: clock.System{}}
 	for _, f := range opts {
 		f(&o)
@@ -142,5 +179,78 @@ func New(db DynamoDB, reg *Registry, cfg Config, opts ...Option) (*Engine, error
 	if err != nil {
 		return nil, fmt.Errorf("ferry: %w", err)
 	}
-	return e, nil
+	return &Outbox{engine: e}, nil
 }
+
+// EnsureTable creates the table, its indexes and its TTL setting when the
+// table does not exist (for tests and tables not managed by the CDK stack).
+func (o *Outbox) EnsureTable(ctx context.Context) error { return o.engine.EnsureTable(ctx) }
+
+// Config returns the configuration with its defaults applied.
+func (o *Outbox) Config() Config { return o.engine.Config() }
+
+// Enqueue records one action. A second enqueue with the same workspace and
+// idempotency key returns the first action (Existing set) and changes
+// nothing.
+func (o *Outbox) Enqueue(ctx context.Context, p EnqueueParams) (*EnqueueResult, error) {
+	return o.engine.Enqueue(ctx, p)
+}
+
+// EnqueueBatch records up to MaxBatchEnqueue actions atomically.
+func (o *Outbox) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]EnqueueResult, error) {
+	return o.engine.EnqueueBatch(ctx, ps)
+}
+
+// EnqueueItems builds the items that create an action, for the caller to
+// append to its own TransactWriteItems; PreparedEnqueue.Resolve explains a
+// failed transaction (an idempotency key already used, say).
+func (o *Outbox) EnqueueItems(ctx context.Context, p EnqueueParams) (*PreparedEnqueue, error) {
+	return o.engine.EnqueueItems(ctx, p)
+}
+
+// ActionGet reads one action by id; ErrNotFound when there is none.
+func (o *Outbox) ActionGet(ctx context.Context, id string) (*Action, error) {
+	return o.engine.ActionGet(ctx, id)
+}
+
+// ActionList lists a workspace's actions, one page at a time.
+func (o *Outbox) ActionList(ctx context.Context, p ActionListParams) (*ActionListResult, error) {
+	return o.engine.ActionList(ctx, p)
+}
+
+// Admit turns a PROPOSED action into an ADMITTED one.
+func (o *Outbox) Admit(ctx context.Context, id string) (*Action, error) {
+	return o.engine.Admit(ctx, id)
+}
+
+// Cancel cancels a PROPOSED or ADMITTED action that has not started.
+func (o *Outbox) Cancel(ctx context.Context, id string) (*Action, error) {
+	return o.engine.Cancel(ctx, id)
+}
+
+// EraseSubject deletes a subject's actions and their idempotency records in
+// a workspace, in every state, and returns how many actions it erased.
+func (o *Outbox) EraseSubject(ctx context.Context, workspaceID, subjectID string) (int, error) {
+	return o.engine.EraseSubject(ctx, workspaceID, subjectID)
+}
+
+// Sweep drains every partition (the scheduled drainer's run).
+func (o *Outbox) Sweep(ctx context.Context, p DrainParams) (*DrainResult, error) {
+	return o.engine.Sweep(ctx, p)
+}
+
+// DrainPartition drains one partition (what a stream record wakes).
+func (o *Outbox) DrainPartition(ctx context.Context, partition int, p DrainParams) (*DrainResult, error) {
+	return o.engine.DrainPartition(ctx, partition, p)
+}
+
+// PartitionOf returns the partition named by a stream record's pk.
+func (o *Outbox) PartitionOf(pk string) (int, bool) { return o.engine.PartitionOf(pk) }
+
+// Reap ends what lost leases make final, cancels expired actions and
+// reports the backlog (the reaper's run).
+func (o *Outbox) Reap(ctx context.Context) (*ReapResult, error) { return o.engine.Reap(ctx) }
+
+// Retain deletes ended actions past their TTL that DynamoDB has not removed
+// yet, and trims past the row cap (the retention run).
+func (o *Outbox) Retain(ctx context.Context) (*RetainResult, error) { return o.engine.Retain(ctx) }

@@ -4,8 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,4 +133,57 @@ func TestViolationsCatchEachRule(t *testing.T) {
 		"engine package " + m("internal/outbox/storetest") + " imports the embedded DynamoDB (" + m("internal/ddblocal") + ")",
 		"function " + m("functions/drainer") + " links the embedded DynamoDB (" + m("internal/ddblocal/expr") + ")",
 	}, violations(g))
+}
+
+// TestPublicExamplesImportNothingInternal checks every Example of a public
+// package (the library's front page, ferrytest): a user can run only what
+// imports public packages.
+func TestPublicExamplesImportNothingInternal(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	examples := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "internal", "infra", "node_modules", "testdata":
+				return filepath.SkipDir
+			}
+			if strings.HasPrefix(d.Name(), ".") && path != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		if !hasExample(f) {
+			return nil
+		}
+		examples++
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if strings.Contains(p+"/", module+"/internal/") {
+				t.Errorf("%s: an Example imports %s, which no user can import", path, p)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, examples, 2, "the root example and ferrytest's")
+}
+
+func hasExample(f *ast.File) bool {
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Example") {
+			return true
+		}
+	}
+	return false
 }

@@ -8,5 +8,7 @@
 //     SDK's services it knows DynamoDB alone;
 //   - a function binary (functions/*) does not link the embedded DynamoDB;
 //   - an adapter (a package under internal/adapters that implements a kind,
-//     that is, imports internal/outbox) imports no other adapter.
+//     that is, imports internal/outbox) imports no other adapter;
+//   - the Examples of public packages (the library's front page and
+//     ferrytest) import no internal package.
 package boundaries
