@@ -72,11 +72,7 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	}
 	out := telemetry.NewLockedWriter(logOut)
 	log := telemetry.NewLogger(out, cfg.LogLevel).With(slog.String("function", "enqueue"))
-	props := map[string]string{"function": "enqueue"}
-	if name := getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
-		props["function_name"] = name
-	}
-	obs := telemetry.NewObserver(telemetry.NewMetrics(out, clk, props), log)
+	obs := telemetry.NewObserver(coldstart.Metrics(out, clk, "enqueue", getenv), log)
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error loading the AWS configuration: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awseventbridge "github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -45,7 +47,43 @@ const (
 	// EnvRowCap is how many ended actions are kept at most; default the
 	// engine's 500000. Retention (all functions accept it).
 	EnvRowCap = "FERRY_ROW_CAP"
+	// EnvStack is the deployment's stack name: every metric a function
+	// writes carries it as the Stack dimension (none when unset). All.
+	EnvStack = "FERRY_STACK"
+	// EnvProviderTimeout bounds one provider call of the built-in
+	// adapters (a webhook exchange, an SES or EventBridge request), a Go
+	// duration; default DefaultProviderTimeout. All (the registry reads it).
+	EnvProviderTimeout = "FERRY_PROVIDER_TIMEOUT"
 )
+
+// DefaultProviderTimeout is the provider call bound when
+// FERRY_PROVIDER_TIMEOUT is unset (the CDK stack's default too).
+const DefaultProviderTimeout = 30 * time.Second
+
+// Metrics returns the function's metrics writer: each line names the
+// function (and the Lambda function's name) as plain properties and carries
+// the stack's name (FERRY_STACK) as the Stack dimension of every metric.
+func Metrics(out io.Writer, clk clock.Clock, function string, getenv func(string) string) *telemetry.Metrics {
+	props := map[string]string{"function": function}
+	if name := getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
+		props["function_name"] = name
+	}
+	return telemetry.NewMetrics(out, clk, props).WithBase(telemetry.Dim{Name: telemetry.DimStack, Value: strings.TrimSpace(getenv(EnvStack))})
+}
+
+// ProviderTimeout reads FERRY_PROVIDER_TIMEOUT (default
+// DefaultProviderTimeout).
+func ProviderTimeout(getenv func(string) string) (time.Duration, error) {
+	v := strings.TrimSpace(getenv(EnvProviderTimeout))
+	if v == "" {
+		return DefaultProviderTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, &EnvError{Var: EnvProviderTimeout, Value: v, Reason: "must be a positive duration (e.g. 30s)"}
+	}
+	return d, nil
+}
 
 // SweepPartitions is how many partitions a scheduled sweep drains at once.
 // Each partition costs at least three sequential DynamoDB round trips (claim
@@ -77,11 +115,7 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 	clk := clock.System{}
 	out := telemetry.NewLockedWriter(os.Stdout)
 	log := telemetry.NewLogger(out, cfg.LogLevel).With(slog.String("function", function))
-	props := map[string]string{"function": function}
-	if name := getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
-		props["function_name"] = name
-	}
-	obs := telemetry.NewObserver(telemetry.NewMetrics(out, clk, props), log)
+	obs := telemetry.NewObserver(Metrics(out, clk, function, getenv), log)
 
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -110,11 +144,19 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 // secrets from Secrets Manager (public destinations only), email through
 // Amazon SES v2 (AWS_ENDPOINT_URL_SESV2 honoured) and events through
 // Amazon EventBridge. The providers' SDK retries are off: each adapter alone
-// decides whether a call may be repeated. Building it makes no request.
+// decides whether a call may be repeated. Each provider call is bounded by
+// FERRY_PROVIDER_TIMEOUT (the engine also ends it inside the write margin).
+// Building it makes no request.
 func Registry(awsCfg aws.Config, clk clock.Clock, getenv func(string) string) (*outbox.Registry, error) {
+	timeout, err := ProviderTimeout(getenv)
+	if err != nil {
+		return nil, err
+	}
+	awsCfg.HTTPClient = awshttp.NewBuildableClient().WithTimeout(timeout)
 	reg := outbox.NewRegistry()
 	secrets := webhook.NewSecretsManagerSource(secretsmanager.NewFromConfig(awsCfg), secretNameFormat(getenv(EnvWebhookSecretsARN)), clk, 0)
-	wh, err := webhook.New(webhook.Options{Secrets: secrets, Clock: clk})
+	wh, err := webhook.New(webhook.Options{Secrets: secrets, Clock: clk, Timeout: timeout,
+		ResponseHeaderTimeout: min(timeout, webhook.Options{}.WithDefaults().ResponseHeaderTimeout)})
 	if err != nil {
 		return nil, fmt.Errorf("error building the webhook adapter: %w", err)
 	}

@@ -39,6 +39,10 @@ type Metrics struct {
 	// e.g. the function's name, so a line can be traced without multiplying
 	// the metric's dimension sets.
 	props map[string]string
+	// base are dimensions every metric carries before its own, e.g. the
+	// stack's name, so that two deployments in one account and region
+	// never mix their metrics.
+	base []Dim
 
 	mu       sync.Mutex
 	counters map[string]*counter // by dimension-set key
@@ -55,6 +59,28 @@ type counter struct {
 // are added to every line as plain properties.
 func NewMetrics(w io.Writer, clk clock.Clock, props map[string]string) *Metrics {
 	return &Metrics{w: w, clk: clk, props: props, counters: map[string]*counter{}}
+}
+
+// DimStack names the dimension holding the deployment's stack name
+// (FERRY_STACK), which WithBase puts on every metric of a function.
+const DimStack = "Stack"
+
+// WithBase makes every metric written from now on carry dims before its
+// own dimensions (an empty value is left out). It returns m; call it before
+// the first metric.
+func (m *Metrics) WithBase(dims ...Dim) *Metrics {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.base = m.base[:0]
+	for _, d := range dims {
+		if d.Value != "" {
+			m.base = append(m.base, d)
+		}
+	}
+	return m
 }
 
 // Count adds n to the counter name under the dimensions dims.
@@ -143,12 +169,12 @@ type emfMeta struct {
 
 // writeLine writes one EMF document; m.mu must be held.
 func (m *Metrics) writeLine(dims []Dim, names []string, values map[string]float64, units map[string]Unit) error {
-	doc := make(map[string]any, len(m.props)+len(dims)+len(names)+1)
+	doc := make(map[string]any, len(m.props)+len(m.base)+len(dims)+len(names)+1)
 	for k, v := range m.props {
 		doc[k] = v
 	}
-	dimNames := make([]string, 0, len(dims))
-	for _, d := range dims {
+	dimNames := make([]string, 0, len(m.base)+len(dims))
+	for _, d := range append(append([]Dim(nil), m.base...), dims...) {
 		doc[d.Name] = d.Value
 		dimNames = append(dimNames, d.Name)
 	}

@@ -153,3 +153,42 @@ func TestParseLevel(t *testing.T) {
 	_, err := ParseLevel("loud")
 	require.ErrorContains(t, err, "loud")
 }
+
+// TestEveryMetricCarriesTheStack: with a stack set, every line's one
+// dimension set starts with Stack (counters, per-partition and total
+// gauges alike), so two stacks' metrics never mix; without one the sets
+// are as before.
+func TestEveryMetricCarriesTheStack(t *testing.T) {
+	t.Parallel()
+	out := &bytes.Buffer{}
+	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	m := NewMetrics(NewLockedWriter(out), clk, nil).WithBase(Dim{DimStack, "FerryOrders"})
+	obs := NewObserver(m, NewLogger(NewLockedWriter(&bytes.Buffer{}), slog.LevelError))
+	obs.ActionEnded(&outbox.Action{ID: "1-1", Kind: "email"}, outbox.OutcomeDone, outbox.StopDone)
+	obs.ClaimFinished(1, 3, 0, false)
+	require.NoError(t, obs.RecordBacklog([]Backlog{{Partition: 0, DueDepth: 2}}))
+	require.NoError(t, obs.Flush())
+	docs := emfLines(t, out)
+	require.Len(t, docs, 4) // partition gauges, total gauges, two counter sets
+	for _, d := range docs {
+		require.Equal(t, "FerryOrders", d["Stack"])
+		sets := d["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"].([]any)
+		require.Len(t, sets, 1)
+		require.Equal(t, "Stack", sets[0].([]any)[0], "%v", sets)
+	}
+	var totals []any
+	for _, d := range docs {
+		if _, ok := d["BacklogDepth"]; ok && d["Partition"] == nil {
+			totals = d["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"].([]any)[0].([]any)
+		}
+	}
+	require.Equal(t, []any{"Stack"}, totals, "the totals are per stack")
+
+	plain := &bytes.Buffer{}
+	m = NewMetrics(NewLockedWriter(plain), clk, nil).WithBase(Dim{DimStack, ""})
+	m.Count("Attempts", 1, Dim{"Kind", "email"})
+	require.NoError(t, m.Flush())
+	d := emfLines(t, plain)[0]
+	require.NotContains(t, d, "Stack", "no stack configured: no Stack dimension")
+	require.Equal(t, []any{[]any{"Kind"}}, d["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"])
+}
