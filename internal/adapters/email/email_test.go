@@ -278,15 +278,15 @@ func TestValidate(t *testing.T) {
 		`{"to":["b@example.com"],"subject":"s","text":"t"}`:                                                       "from",
 		`{"from":"nobody","to":["b@example.com"],"subject":"s","text":"t"}`:                                       "from",
 		`{"from":"a@example.com","subject":"s","text":"t"}`:                                                       "to",
-		`{"from":"a@example.com","to":["b@example.com","not an address"],"subject":"s","text":"t"}`:               "to.1",
-		`{"from":"a@example.com","to":["b@example.com"],"reply_to":["x"],"subject":"s","text":"t"}`:               "reply_to.0",
+		`{"from":"a@example.com","to":["b@example.com","not an address"],"subject":"s","text":"t"}`:               "to[1]",
+		`{"from":"a@example.com","to":["b@example.com"],"reply_to":["x"],"subject":"s","text":"t"}`:               "reply_to[0]",
 		`{"from":"a@example.com","to":["b@example.com"],"text":"t"}`:                                              "subject",
 		`{"from":"a@example.com","to":["b@example.com"],"subject":"a\nBcc: x@y.z","text":"t"}`:                    "subject",
 		`{"from":"a@example.com","to":["b@example.com"],"subject":"s"}`:                                           "text",
 		`{"from":"a@example.com","to":["b@example.com"],"subject":"s","text":"t","tags":{"ferry_action_id":"x"}}`: "tags.ferry_action_id",
-		`{"from":"a@example.com","to":["b@example.com"],"subject":"s","text":"t","tags":{"bad name":"x"}}`:        "tags.bad name",
+		`{"from":"a@example.com","to":["b@example.com"],"subject":"s","text":"t","tags":{"bad name":"x"}}`:        "tags",
 		`{"from":"a@example.com","to":["b@example.com"],"subject":"s","text":"t","tags":{"k":"a.b"}}`:             "tags.k",
-		`{"from":"a@example.com","to":["b@example.com"],"subject":"s","text":"t","attachments":[]}`:               "",
+		`{"from":"a@example.com","to":["b@example.com"],"subject":"s","text":"t","attachments":[]}`:               "attachments",
 	}
 	for p, field := range bad {
 		var pe *outbox.PayloadError

@@ -115,7 +115,14 @@ func (m *MailDir) SendEmail(ctx context.Context, in *sesv2.SendEmailInput, _ ...
 // or both (multipart/alternative), quoted-printable encoded.
 func renderMessage(in *sesv2.SendEmailInput, date, messageID, actionID string) ([]byte, error) {
 	var buf bytes.Buffer
+	var bad string
 	header := func(name, value string) {
+		// The adapter refuses such values at enqueue; a Sender called
+		// directly must not write them either.
+		if strings.ContainsAny(value, "\r\n\x00") {
+			bad = name
+			return
+		}
 		if value != "" {
 			fmt.Fprintf(&buf, "%s: %s\r\n", name, value)
 		}
@@ -141,6 +148,9 @@ func renderMessage(in *sesv2.SendEmailInput, date, messageID, actionID string) (
 	}
 	header("X-Ferry-Configuration-Set", aws.ToString(in.ConfigurationSetName))
 	header("MIME-Version", "1.0")
+	if bad != "" {
+		return nil, fmt.Errorf("the %s header would hold CR, LF or NUL", bad)
+	}
 
 	var text, html string
 	if msg.Body != nil {

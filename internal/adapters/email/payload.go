@@ -1,13 +1,13 @@
 package email
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/mail"
 	"strings"
 
+	"github.com/ferryhq/ferry/internal/adapters/payloadcheck"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
@@ -29,19 +29,28 @@ type Payload struct {
 // one message.
 const MaxRecipients = 50
 
+// Limits of the header-bound fields (API.md, "email"): an address is at
+// most MaxAddress bytes (RFC 5321: 64 for the local part, 255 for the
+// domain), an address with its display name and the subject at most
+// MaxHeaderLine bytes (RFC 5322's line limit), a configuration set name 1
+// to MaxConfigurationSet ASCII letters, digits, '_' and '-' (SES's rule).
+const (
+	MaxAddress          = 320
+	MaxHeaderLine       = 998
+	MaxConfigurationSet = 64
+)
+
 // ActionIDTag names the SES message tag that carries the action id.
 const ActionIDTag = "ferry_action_id"
 
 // decodePayload decodes and checks a payload; errors are *outbox.PayloadError.
+// Every field that reaches a message header or an SES request field is
+// checked for control characters and length, so no payload can add or
+// split a header (issue 13).
 func decodePayload(raw json.RawMessage) (*Payload, error) {
 	var p Payload
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return nil, &outbox.PayloadError{Message: fmt.Sprintf("not an email payload: %v", err)}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &outbox.PayloadError{Message: "trailing data after the payload object"}
+	if err := payloadcheck.Decode(raw, &p, Kind); err != nil {
+		return nil, err
 	}
 	if p.From == "" {
 		return nil, &outbox.PayloadError{Field: "from", Message: "required"}
@@ -49,6 +58,28 @@ func decodePayload(raw json.RawMessage) (*Payload, error) {
 	if err := checkAddress(p.From); err != nil {
 		return nil, &outbox.PayloadError{Field: "from", Message: err.Error()}
 	}
+	if err := checkRecipients(&p); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(p.Subject) == "" {
+		return nil, &outbox.PayloadError{Field: "subject", Message: "required"}
+	}
+	if problem := payloadcheck.HeaderText(p.Subject, MaxHeaderLine); problem != "" {
+		return nil, &outbox.PayloadError{Field: "subject", Message: problem}
+	}
+	if p.Text == "" && p.HTML == "" {
+		return nil, &outbox.PayloadError{Field: "text", Message: "text or html is required"}
+	}
+	if p.ConfigurationSet != "" && (len(p.ConfigurationSet) > MaxConfigurationSet || !validTag(p.ConfigurationSet)) {
+		return nil, &outbox.PayloadError{Field: "configuration_set",
+			Message: fmt.Sprintf("must be 1 to %d ASCII letters, digits, _ and - (an SES configuration set name)", MaxConfigurationSet)}
+	}
+	return &p, checkTags(p.Tags)
+}
+
+// checkRecipients checks every address of to, cc, bcc and reply_to, and
+// SES's limits on their number.
+func checkRecipients(p *Payload) error {
 	lists := []struct {
 		field string
 		addrs []string
@@ -57,7 +88,7 @@ func decodePayload(raw json.RawMessage) (*Payload, error) {
 	for _, l := range lists {
 		for i, a := range l.addrs {
 			if err := checkAddress(a); err != nil {
-				return nil, &outbox.PayloadError{Field: fmt.Sprintf("%s.%d", l.field, i), Message: err.Error()}
+				return &outbox.PayloadError{Field: fmt.Sprintf("%s[%d]", l.field, i), Message: err.Error()}
 			}
 		}
 		if l.field != "reply_to" {
@@ -65,42 +96,52 @@ func decodePayload(raw json.RawMessage) (*Payload, error) {
 		}
 	}
 	if recipients == 0 {
-		return nil, &outbox.PayloadError{Field: "to", Message: "at least one recipient (to, cc or bcc) is required"}
+		return &outbox.PayloadError{Field: "to", Message: "at least one recipient (to, cc or bcc) is required"}
 	}
 	if recipients > MaxRecipients {
-		return nil, &outbox.PayloadError{Field: "to", Message: fmt.Sprintf("%d recipients; SES allows at most %d per message", recipients, MaxRecipients)}
+		return &outbox.PayloadError{Field: "to", Message: fmt.Sprintf("%d recipients; SES allows at most %d per message", recipients, MaxRecipients)}
 	}
-	if strings.TrimSpace(p.Subject) == "" {
-		return nil, &outbox.PayloadError{Field: "subject", Message: "required"}
-	}
-	if strings.ContainsAny(p.Subject, "\r\n") {
-		return nil, &outbox.PayloadError{Field: "subject", Message: "must be one line"}
-	}
-	if p.Text == "" && p.HTML == "" {
-		return nil, &outbox.PayloadError{Field: "text", Message: "text or html is required"}
-	}
-	for name, value := range p.Tags {
-		if name == ActionIDTag {
-			return nil, &outbox.PayloadError{Field: "tags." + name, Message: "reserved for the action id"}
-		}
-		if !validTag(name) {
-			return nil, &outbox.PayloadError{Field: "tags." + name, Message: "tag names may hold only ASCII letters, digits, _ and - (1 to 256)"}
-		}
-		if !validTag(value) {
-			return nil, &outbox.PayloadError{Field: "tags." + name, Message: "tag values may hold only ASCII letters, digits, _ and - (1 to 256)"}
-		}
-	}
-	return &p, nil
+	return nil
 }
 
-// checkAddress accepts one RFC 5322 address, with or without a display name.
+// checkTags checks the message tags against SES's rule; names and values
+// are header-bound (the mail sink writes them as headers).
+func checkTags(tags map[string]string) error {
+	for name, value := range tags {
+		if !validTag(name) {
+			return &outbox.PayloadError{Field: "tags",
+				Message: fmt.Sprintf("tag name %q: tag names may hold only ASCII letters, digits, _ and - (1 to 256)", name)}
+		}
+		if name == ActionIDTag {
+			return &outbox.PayloadError{Field: "tags." + name, Message: "reserved for the action id"}
+		}
+		if !validTag(value) {
+			return &outbox.PayloadError{Field: "tags." + name, Message: "tag values may hold only ASCII letters, digits, _ and - (1 to 256)"}
+		}
+	}
+	return nil
+}
+
+// checkAddress accepts one RFC 5322 address, with or without a display
+// name. The text as given and the display name as decoded (RFC 2047
+// encoded words decode to any bytes) must both be free of control
+// characters.
 func checkAddress(s string) error {
+	if problem := payloadcheck.HeaderText(s, MaxHeaderLine); problem != "" {
+		return errors.New(problem)
+	}
 	a, err := mail.ParseAddress(s)
 	if err != nil {
-		return fmt.Errorf("not an email address: %v", err)
+		return fmt.Errorf("not an email address: %s", strings.TrimPrefix(err.Error(), "mail: "))
 	}
 	if !strings.Contains(a.Address, "@") {
 		return fmt.Errorf("not an email address: %q", s)
+	}
+	if len(a.Address) > MaxAddress {
+		return fmt.Errorf("the address is %d bytes; at most %d are allowed", len(a.Address), MaxAddress)
+	}
+	if payloadcheck.ContainsControl(a.Name) || payloadcheck.ContainsControl(a.Address) {
+		return errors.New("must not contain control characters (CR, LF, NUL and the like), encoded or not")
 	}
 	return nil
 }

@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,6 +18,7 @@ import (
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
+	"github.com/ferryhq/ferry/internal/adapters/payloadcheck"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
@@ -109,29 +111,21 @@ func (a *Adapter) Validate(_ string, payload json.RawMessage) error {
 	return err
 }
 
+// eventBusName is EventBridge's pattern of an event bus name or ARN
+// (PutEventsRequestEntry.EventBusName).
+var eventBusName = regexp.MustCompile(`^(arn:aws[\w-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/)?[/.\-_A-Za-z0-9]+$`)
+
 // decodePayload decodes and checks a payload and returns it with its detail
-// as an object; errors are *outbox.PayloadError.
+// as an object; errors are *outbox.PayloadError. source, detail_type and
+// event_bus travel as request fields beside the event: they are checked
+// for control characters and length like a header (issue 13).
 func decodePayload(raw json.RawMessage) (*Payload, map[string]json.RawMessage, error) {
 	var p Payload
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return nil, nil, &outbox.PayloadError{Message: fmt.Sprintf("not an eventbridge payload: %v", err)}
+	if err := payloadcheck.Decode(raw, &p, Kind); err != nil {
+		return nil, nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, &outbox.PayloadError{Message: "trailing data after the payload object"}
-	}
-	switch {
-	case p.Source == "":
-		return nil, nil, &outbox.PayloadError{Field: "source", Message: "required"}
-	case len(p.Source) > maxSource:
-		return nil, nil, &outbox.PayloadError{Field: "source", Message: fmt.Sprintf("at most %d characters", maxSource)}
-	case p.DetailType == "":
-		return nil, nil, &outbox.PayloadError{Field: "detail_type", Message: "required"}
-	case len(p.DetailType) > maxDetailType:
-		return nil, nil, &outbox.PayloadError{Field: "detail_type", Message: fmt.Sprintf("at most %d characters", maxDetailType)}
-	case len(p.EventBus) > maxEventBus:
-		return nil, nil, &outbox.PayloadError{Field: "event_bus", Message: fmt.Sprintf("at most %d characters", maxEventBus)}
+	if err := checkFields(&p); err != nil {
+		return nil, nil, err
 	}
 	var detail map[string]json.RawMessage
 	if len(p.Detail) == 0 || bytes.Equal(bytes.TrimSpace(p.Detail), []byte("null")) || json.Unmarshal(p.Detail, &detail) != nil {
@@ -147,6 +141,31 @@ func decodePayload(raw json.RawMessage) (*Payload, map[string]json.RawMessage, e
 	return &p, detail, nil
 }
 
+// checkFields checks the fields of the entry besides its detail.
+func checkFields(p *Payload) error {
+	switch {
+	case p.Source == "":
+		return &outbox.PayloadError{Field: "source", Message: "required"}
+	case strings.HasPrefix(p.Source, "aws."):
+		return &outbox.PayloadError{Field: "source", Message: `must not start with "aws." (reserved for AWS services)`}
+	case p.DetailType == "":
+		return &outbox.PayloadError{Field: "detail_type", Message: "required"}
+	}
+	if problem := payloadcheck.HeaderText(p.Source, maxSource); problem != "" {
+		return &outbox.PayloadError{Field: "source", Message: problem}
+	}
+	if problem := payloadcheck.HeaderText(p.DetailType, maxDetailType); problem != "" {
+		return &outbox.PayloadError{Field: "detail_type", Message: problem}
+	}
+	if p.EventBus != "" {
+		if len(p.EventBus) > maxEventBus || !eventBusName.MatchString(p.EventBus) {
+			return &outbox.PayloadError{Field: "event_bus",
+				Message: fmt.Sprintf("must be an event bus name (ASCII letters, digits, /, ., _ and -) or ARN, at most %d bytes", maxEventBus)}
+		}
+	}
+	return nil
+}
+
 // Execute puts the event, its detail extended with ferry_action_id, and
 // maps the answer: the entry accepted → Done (the event id as reference); a
 // failed entry with ThrottlingException → Defer; with InternalFailure →
@@ -158,22 +177,9 @@ func (a *Adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	if err != nil {
 		return outbox.Failed(outbox.StopRejected, err)
 	}
-	id, err := json.Marshal(att.Action.ID)
+	entry, err := buildEntry(p, detail, att.Action.ID)
 	if err != nil {
-		return outbox.Failed(outbox.StopRejected, fmt.Errorf("eventbridge: encoding action id: %w", err))
-	}
-	detail[ActionIDField] = id
-	body, err := json.Marshal(detail)
-	if err != nil {
-		return outbox.Failed(outbox.StopRejected, fmt.Errorf("eventbridge: encoding detail: %w", err))
-	}
-	entry := types.PutEventsRequestEntry{
-		Source:     aws.String(p.Source),
-		DetailType: aws.String(p.DetailType),
-		Detail:     aws.String(string(body)),
-	}
-	if p.EventBus != "" {
-		entry.EventBusName = aws.String(p.EventBus)
+		return outbox.Failed(outbox.StopRejected, err)
 	}
 	out, err := a.opts.Client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{entry}}, noRetries)
 	if err != nil {
@@ -197,6 +203,29 @@ func (a *Adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 		return outbox.Retry(errors.New("eventbridge: PutEvents answered neither an event id nor an error"))
 	}
 	return outbox.Done(aws.ToString(e.EventId))
+}
+
+// buildEntry makes the PutEvents entry: the payload's fields, its detail
+// extended with the action id.
+func buildEntry(p *Payload, detail map[string]json.RawMessage, actionID string) (types.PutEventsRequestEntry, error) {
+	id, err := json.Marshal(actionID)
+	if err != nil {
+		return types.PutEventsRequestEntry{}, fmt.Errorf("eventbridge: encoding action id: %w", err)
+	}
+	detail[ActionIDField] = id
+	body, err := json.Marshal(detail)
+	if err != nil {
+		return types.PutEventsRequestEntry{}, fmt.Errorf("eventbridge: encoding detail: %w", err)
+	}
+	entry := types.PutEventsRequestEntry{
+		Source:     aws.String(p.Source),
+		DetailType: aws.String(p.DetailType),
+		Detail:     aws.String(string(body)),
+	}
+	if p.EventBus != "" {
+		entry.EventBusName = aws.String(p.EventBus)
+	}
+	return entry, nil
 }
 
 // EntryError is a failed PutEvents entry.

@@ -193,7 +193,7 @@ func TestValidate(t *testing.T) {
 		`{"source":"s","detail_type":"t","detail":[1,2]}`:                  "detail",
 		`{"source":"s","detail_type":"t","detail":"text"}`:                 "detail",
 		`{"source":"s","detail_type":"t","detail":{"ferry_action_id":1}}`:  "detail.ferry_action_id",
-		`{"source":"s","detail_type":"t","detail":{},"resources":["arn"]}`: "",
+		`{"source":"s","detail_type":"t","detail":{},"resources":["arn"]}`: "resources",
 		string(bigDetail): "detail",
 	}
 	for p, field := range bad {

@@ -240,24 +240,10 @@ func (a *Adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	if _, err := a.opts.Policy.CheckURL(p.URL); err != nil {
 		return outbox.Failed(outbox.StopDestinationForbidden, fmt.Errorf("webhook: %w", err))
 	}
-	body := []byte(p.Body)
-	req, err := http.NewRequestWithContext(ctx, p.Method, p.URL, bytes.NewReader(body))
+	req, err := a.newRequest(ctx, att.Action.ID, a.opts.Clock.Now().Unix(), p, prep.secrets)
 	if err != nil {
 		return outbox.Failed(outbox.StopRejected, fmt.Errorf("webhook: building request: %w", err))
 	}
-	for name, value := range p.Headers {
-		req.Header.Set(name, value)
-	}
-	if len(body) > 0 && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("User-Agent", a.opts.UserAgent)
-	ts := a.opts.Clock.Now().Unix()
-	// Set directly, not with Set: Standard Webhooks spells them lower case,
-	// and HTTP/1.1 receivers that compare names exactly exist.
-	req.Header["webhook-id"] = []string{att.Action.ID}
-	req.Header["webhook-timestamp"] = []string{strconv.FormatInt(ts, 10)}
-	req.Header["webhook-signature"] = []string{Sign(prep.secrets, att.Action.ID, ts, body)}
 
 	resp, err := a.client.Do(req)
 	if err != nil {
@@ -271,6 +257,30 @@ func (a *Adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	}
 	drainCapped(resp, a.opts.MaxResponseBody)
 	return a.outcome(resp)
+}
+
+// newRequest builds the signed request of one delivery: the payload's
+// method, URL, headers and body, then Ferry's own headers (Content-Type
+// when the payload sets none, User-Agent and the Standard Webhooks trio).
+func (a *Adapter) newRequest(ctx context.Context, id string, ts int64, p *Payload, secrets []Secret) (*http.Request, error) {
+	body := []byte(p.Body)
+	req, err := http.NewRequestWithContext(ctx, p.Method, p.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for name, value := range p.Headers {
+		req.Header.Set(name, value)
+	}
+	if len(body) > 0 && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("User-Agent", a.opts.UserAgent)
+	// Set directly, not with Set: Standard Webhooks spells them lower case,
+	// and HTTP/1.1 receivers that compare names exactly exist.
+	req.Header["webhook-id"] = []string{id}
+	req.Header["webhook-timestamp"] = []string{strconv.FormatInt(ts, 10)}
+	req.Header["webhook-signature"] = []string{Sign(secrets, id, ts, body)}
+	return req, nil
 }
 
 // withoutURLPath drops the path, query and user info from the URL that

@@ -1,14 +1,14 @@
 package webhook
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/ferryhq/ferry/internal/adapters/payloadcheck"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
@@ -32,19 +32,35 @@ var reservedHeaders = []string{
 	"proxy-authenticate", "proxy-authorization", "host", "content-length", "expect",
 }
 
+// Limits of the header-bound fields (API.md, "webhook"). Receivers and
+// proxies commonly refuse request header blocks over 8 to 16 KiB; these
+// keep a payload's headers well inside that.
+const (
+	// MaxHeaders is the most headers a payload may set.
+	MaxHeaders = 50
+	// MaxHeaderName bounds a header name, in bytes.
+	MaxHeaderName = 256
+	// MaxHeaderValue bounds a header value, in bytes.
+	MaxHeaderValue = 8192
+	// MaxURL bounds the URL, in bytes (it is the request line, and its
+	// host the Host header).
+	MaxURL = 8192
+)
+
 // decodePayload decodes and checks a payload; errors are *outbox.PayloadError.
+// Everything that reaches the request line or a header (url, method,
+// headers) is checked for control characters and length, so no payload can
+// add or split a header (issue 13).
 func (a *Adapter) decodePayload(raw json.RawMessage) (*Payload, error) {
 	var p Payload
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return nil, &outbox.PayloadError{Message: fmt.Sprintf("not a webhook payload: %v", err)}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &outbox.PayloadError{Message: "trailing data after the payload object"}
+	if err := payloadcheck.Decode(raw, &p, Kind); err != nil {
+		return nil, err
 	}
 	if p.URL == "" {
 		return nil, &outbox.PayloadError{Field: "url", Message: "required"}
+	}
+	if problem := payloadcheck.HeaderText(p.URL, MaxURL); problem != "" {
+		return nil, &outbox.PayloadError{Field: "url", Message: problem}
 	}
 	if _, err := a.opts.Policy.CheckURL(p.URL); err != nil {
 		return nil, &outbox.PayloadError{Field: "url", Message: err.Error()}
@@ -55,23 +71,45 @@ func (a *Adapter) decodePayload(raw json.RawMessage) (*Payload, error) {
 	if !slices.Contains(a.opts.Methods, p.Method) {
 		return nil, &outbox.PayloadError{Field: "method", Message: fmt.Sprintf("must be one of %s", strings.Join(a.opts.Methods, ", "))}
 	}
-	for name, value := range p.Headers {
-		field := "headers." + name
-		if !validHeaderName(name) {
-			return nil, &outbox.PayloadError{Field: field, Message: "not a valid header name"}
-		}
-		lower := strings.ToLower(name)
-		if slices.Contains(reservedHeaders, lower) || strings.HasPrefix(lower, "webhook-") {
-			return nil, &outbox.PayloadError{Field: field, Message: "set by Ferry; a payload may not override it"}
-		}
-		if strings.ContainsAny(value, "\r\n\x00") {
-			return nil, &outbox.PayloadError{Field: field, Message: "value must not contain CR, LF or NUL"}
-		}
+	if err := checkHeaders(p.Headers); err != nil {
+		return nil, err
 	}
 	if len(p.Body) > 0 && !json.Valid(p.Body) {
 		return nil, &outbox.PayloadError{Field: "body", Message: "not valid JSON"}
 	}
 	return &p, nil
+}
+
+// checkHeaders checks the payload's headers: at most MaxHeaders, each name
+// an RFC 9110 token of at most MaxHeaderName bytes that neither Ferry nor
+// the connection owns, named once (names are case-insensitive), and each
+// value free of control characters (as net/http requires: no CR, LF, NUL
+// or other control character but tab) and at most MaxHeaderValue bytes.
+func checkHeaders(headers map[string]string) error {
+	if len(headers) > MaxHeaders {
+		return &outbox.PayloadError{Field: "headers", Message: fmt.Sprintf("%d headers; at most %d are allowed", len(headers), MaxHeaders)}
+	}
+	seen := make(map[string]string, len(headers))
+	// Sorted, so the same payload always names the same field.
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		if len(name) > MaxHeaderName || !validHeaderName(name) {
+			return &outbox.PayloadError{Field: "headers",
+				Message: fmt.Sprintf("%.64q is not a valid header name (a token of at most %d bytes)", name, MaxHeaderName)}
+		}
+		field := "headers." + name
+		lower := strings.ToLower(name)
+		if slices.Contains(reservedHeaders, lower) || strings.HasPrefix(lower, "webhook-") {
+			return &outbox.PayloadError{Field: field, Message: "set by Ferry; a payload may not override it"}
+		}
+		if first, ok := seen[lower]; ok {
+			return &outbox.PayloadError{Field: field, Message: fmt.Sprintf("names the same header as %q (header names are case-insensitive)", first)}
+		}
+		seen[lower] = name
+		if problem := payloadcheck.HeaderText(headers[name], MaxHeaderValue); problem != "" {
+			return &outbox.PayloadError{Field: field, Message: problem}
+		}
+	}
+	return nil
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.

@@ -475,10 +475,10 @@ func TestValidate(t *testing.T) {
 		`{"url":"https://example.com/","headers":{"Connection":"close"}}`:          "headers.Connection",
 		`{"url":"https://example.com/","headers":{"Transfer-Encoding":"chunked"}}`: "headers.Transfer-Encoding",
 		`{"url":"https://example.com/","headers":{"Host":"evil"}}`:                 "headers.Host",
-		`{"url":"https://example.com/","headers":{"Bad Name":"x"}}`:                "headers.Bad Name",
+		`{"url":"https://example.com/","headers":{"Bad Name":"x"}}`:                "headers",
 		`{"url":"https://example.com/","headers":{"X-A":"a\r\nX-B: b"}}`:           "headers.X-A",
-		`{"url":"https://example.com/","headers":{"X-A":1}}`:                       "",
-		`{"url":"https://example.com/","extra":1}`:                                 "",
+		`{"url":"https://example.com/","headers":{"X-A":1}}`:                       "headers",
+		`{"url":"https://example.com/","extra":1}`:                                 "extra",
 		`{"url":"https://example.com/"} {}`:                                        "",
 		`[1]`:                                                                      "",
 	}
