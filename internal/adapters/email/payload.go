@@ -49,8 +49,8 @@ const ActionIDTag = "ferry_action_id"
 // split a header (issue 13).
 func decodePayload(raw json.RawMessage) (*Payload, error) {
 	var p Payload
-	if err := payloadcheck.Decode(raw, &p, Kind); err != nil {
-		return nil, err
+	if problem := payloadcheck.Decode(raw, &p, Kind); problem != nil {
+		return nil, &outbox.PayloadError{Field: problem.Field, Message: problem.Message}
 	}
 	if p.From == "" {
 		return nil, &outbox.PayloadError{Field: "from", Message: "required"}

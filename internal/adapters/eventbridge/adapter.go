@@ -121,8 +121,8 @@ var eventBusName = regexp.MustCompile(`^(arn:aws[\w-]*:events:[a-z0-9-]+:[0-9]{1
 // for control characters and length like a header (issue 13).
 func decodePayload(raw json.RawMessage) (*Payload, map[string]json.RawMessage, error) {
 	var p Payload
-	if err := payloadcheck.Decode(raw, &p, Kind); err != nil {
-		return nil, nil, err
+	if problem := payloadcheck.Decode(raw, &p, Kind); problem != nil {
+		return nil, nil, &outbox.PayloadError{Field: problem.Field, Message: problem.Message}
 	}
 	if err := checkFields(&p); err != nil {
 		return nil, nil, err

@@ -7,25 +7,26 @@ import (
 	"io"
 
 	"github.com/ferryhq/ferry/internal/jsonerr"
-	"github.com/ferryhq/ferry/internal/outbox"
 )
 
 // Decode decodes raw into v (a pointer to the kind's payload struct),
 // refusing unknown fields and trailing data. kind names the payload in the
-// messages ("not a webhook payload"). Errors are *outbox.PayloadError in
-// plain English, naming the field when one is at fault.
-func Decode(raw json.RawMessage, v any, kind string) error {
+// messages ("not a webhook payload"). A refusal comes back as a problem in
+// plain English, naming the field when one is at fault, for the adapter to
+// return as an *outbox.PayloadError; nil means v holds the payload. The
+// package imports no engine type, so it is no adapter of its own.
+func Decode(raw json.RawMessage, v any, kind string) *jsonerr.Problem {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		p := jsonerr.Describe(err, v)
 		if p.Field == "" && !isTypeError(err) {
-			return &outbox.PayloadError{Message: "not " + article(kind) + " " + kind + " payload: it " + p.Message}
+			p.Message = "not " + article(kind) + " " + kind + " payload: it " + p.Message
 		}
-		return &outbox.PayloadError{Field: p.Field, Message: p.Message}
+		return &p
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return &outbox.PayloadError{Message: "trailing data after the payload object"}
+		return &jsonerr.Problem{Message: "trailing data after the payload object"}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/adapters/payloadcheck"
+	"github.com/ferryhq/ferry/internal/jsonerr"
 )
 
 func TestHeaderText(t *testing.T) {
@@ -25,12 +26,13 @@ func TestDecode(t *testing.T) {
 		Headers map[string]string `json:"headers"`
 	}
 	var v p
-	err := payloadcheck.Decode([]byte(`{"headers":{"a":1}}`), &v, "webhook")
-	require.EqualError(t, err, "invalid payload: headers: every value must be a string, not a number")
-	err = payloadcheck.Decode([]byte(`{"headers":{}} {}`), &v, "webhook")
-	require.EqualError(t, err, "invalid payload: trailing data after the payload object")
-	err = payloadcheck.Decode([]byte(`{"nope":1}`), &v, "email")
-	require.EqualError(t, err, "invalid payload: nope: unknown field")
-	err = payloadcheck.Decode([]byte(`{`), &v, "email")
-	require.EqualError(t, err, "invalid payload: not an email payload: it is not valid JSON: it ends too early")
+	require.Nil(t, payloadcheck.Decode([]byte(`{"headers":{"a":"b"}}`), &v, "webhook"))
+	require.Equal(t, &jsonerr.Problem{Field: "headers", Message: "every value must be a string, not a number"},
+		payloadcheck.Decode([]byte(`{"headers":{"a":1}}`), &v, "webhook"))
+	require.Equal(t, &jsonerr.Problem{Message: "trailing data after the payload object"},
+		payloadcheck.Decode([]byte(`{"headers":{}} {}`), &v, "webhook"))
+	require.Equal(t, &jsonerr.Problem{Field: "nope", Message: "unknown field"},
+		payloadcheck.Decode([]byte(`{"nope":1}`), &v, "email"))
+	require.Equal(t, &jsonerr.Problem{Message: "not an email payload: it is not valid JSON: it ends too early"},
+		payloadcheck.Decode([]byte(`{`), &v, "email"))
 }

@@ -53,8 +53,8 @@ const (
 // add or split a header (issue 13).
 func (a *Adapter) decodePayload(raw json.RawMessage) (*Payload, error) {
 	var p Payload
-	if err := payloadcheck.Decode(raw, &p, Kind); err != nil {
-		return nil, err
+	if problem := payloadcheck.Decode(raw, &p, Kind); problem != nil {
+		return nil, &outbox.PayloadError{Field: problem.Field, Message: problem.Message}
 	}
 	if p.URL == "" {
 		return nil, &outbox.PayloadError{Field: "url", Message: "required"}
