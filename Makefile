@@ -10,7 +10,7 @@ help: ## List the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: test
-test: vet unit sim-ci infra-test lambda-local ## Run every test suite (what CI runs)
+test: vet unit sim-ci infra-test lambda-local local-test ## Run every test suite (what CI runs)
 
 .PHONY: vet
 vet: ## go vet the runtime module
@@ -21,15 +21,19 @@ unit: ## Go tests of the runtime module, with the race detector
 	$(GO) test -race -count=1 $(GOFLAGS_TEST) ./...
 
 # The Lambda functions (functions/*): one static bootstrap each, as Lambda's
-# provided.al2023 runtime on arm64 (Graviton) expects.
+# provided.al2023 runtime on arm64 (Graviton) expects. LAMBDA_ARCH and
+# LAMBDA_BIN build them for another architecture elsewhere (make local builds
+# this machine's into .cache/local/bin, never into bin/, which deploys).
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
+LAMBDA_ARCH ?= arm64
+LAMBDA_BIN ?= bin
 
 .PHONY: build
 build: ## Build each function as bin/<function>/bootstrap (linux/arm64, static, trimmed)
 	@for f in $(FUNCTIONS); do \
-	  echo "bin/$$f/bootstrap"; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+	  echo "$(LAMBDA_BIN)/$$f/bootstrap"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build $(LAMBDA_BUILD) -o $(LAMBDA_BIN)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
 # ferry dev: the whole stack on this machine. DEV_FLAGS passes flags, e.g.
@@ -49,6 +53,25 @@ RIE := $(CURDIR)/.cache/bin/aws-lambda-rie
 .cache/rie-$(RIE_VERSION).stamp:
 	GOBIN=$(CURDIR)/.cache/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 	touch $@
+
+# make local: the synthesized stack on this machine (ferry local): the
+# bootstraps built for this machine under the emulator, wired from
+# infra/cdk.out (synthesized from bin/, what deploys, when missing or older
+# than infra/). LOCAL_FLAGS passes flags, e.g.
+# make local LOCAL_FLAGS="--allow-private-webhooks --speedup 10"
+LOCAL_FLAGS ?=
+LOCAL_BIN := .cache/local/bin
+
+.PHONY: local
+local: .cache/rie-$(RIE_VERSION).stamp ## The deployed functions on this machine, wired from the synthesized template (flags: make local LOCAL_FLAGS="--allow-private-webhooks")
+	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory build LAMBDA_ARCH=$$($(GO) env GOARCH) LAMBDA_BIN=$(LOCAL_BIN)
+	$(GO) build -o .cache/bin/ferry ./cmd/ferry
+	.cache/bin/ferry local --rie $(RIE) --bin-dir $(LOCAL_BIN) $(LOCAL_FLAGS)
+
+.PHONY: local-test
+local-test: .cache/rie-$(RIE_VERSION).stamp ## ferry local's two stack tests: a webhook and an email through the front, the stream and schedules; a changed stream filter
+	LAMBDA_RIE=$(RIE) $(INFRA_ENV) $(GO) test -tags lambdastack -count=1 -v -run 'TestLocalStack' ./internal/lambdastack/
 
 .PHONY: lambda-local
 lambda-local: .cache/rie-$(RIE_VERSION).stamp ## Run each function under the Lambda emulator with events/ samples; prints sizes, cold and warm times

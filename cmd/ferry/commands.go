@@ -26,7 +26,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCommand(), newDynamoDBCommand(), newTableCommand())
+	root.AddCommand(newDevCommand(), newDynamoDBCommand(), newTableCommand(), newLocalCommand())
 	return root
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ferryhq/ferry/internal/adapters/email"
 	"github.com/ferryhq/ferry/internal/adapters/eventbridge"
+	"github.com/ferryhq/ferry/internal/adapters/ssrfguard"
 	"github.com/ferryhq/ferry/internal/adapters/webhook"
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/handlers"
@@ -54,6 +55,11 @@ const (
 	// adapters (a webhook exchange, an SES or EventBridge request), a Go
 	// duration; default DefaultProviderTimeout. All (the registry reads it).
 	EnvProviderTimeout = "FERRY_PROVIDER_TIMEOUT"
+	// EnvAllowPrivateWebhooks ("true") lets webhooks reach loopback and
+	// private addresses. Only `ferry local` sets it, so the deployed
+	// bootstraps can deliver to a receiver on the developer's machine; the
+	// stack never does. Drainer.
+	EnvAllowPrivateWebhooks = "FERRY_ALLOW_PRIVATE_WEBHOOKS"
 )
 
 // DefaultProviderTimeout is the provider call bound when
@@ -155,7 +161,15 @@ func Registry(awsCfg aws.Config, clk clock.Clock, getenv func(string) string) (*
 	awsCfg.HTTPClient = awshttp.NewBuildableClient().WithTimeout(timeout)
 	reg := outbox.NewRegistry()
 	secrets := webhook.NewSecretsManagerSource(secretsmanager.NewFromConfig(awsCfg), secretNameFormat(getenv(EnvWebhookSecretsARN)), clk, 0)
-	wh, err := webhook.New(webhook.Options{Secrets: secrets, Clock: clk, Timeout: timeout,
+	var policy ssrfguard.Policy
+	switch v := strings.TrimSpace(getenv(EnvAllowPrivateWebhooks)); v {
+	case "", "false":
+	case "true":
+		policy.AllowPrivate = true
+	default:
+		return nil, &EnvError{Var: EnvAllowPrivateWebhooks, Value: v, Reason: "must be true or false"}
+	}
+	wh, err := webhook.New(webhook.Options{Secrets: secrets, Clock: clk, Timeout: timeout, Policy: policy,
 		ResponseHeaderTimeout: min(timeout, webhook.Options{}.WithDefaults().ResponseHeaderTimeout)})
 	if err != nil {
 		return nil, fmt.Errorf("error building the webhook adapter: %w", err)

@@ -25,6 +25,7 @@ func TestNew(t *testing.T) {
 			{map[string]string{"FERRY_TABLE": "t", "FERRY_RETENTION": "soon"}, "FERRY_RETENTION"},
 			{map[string]string{"FERRY_TABLE": "t", "FERRY_ROW_CAP": "-1"}, "FERRY_ROW_CAP"},
 			{map[string]string{"FERRY_TABLE": "t", "FERRY_LEASE": "1s"}, "FERRY_WRITE_MARGIN"},
+			{map[string]string{"FERRY_TABLE": "t", "FERRY_ALLOW_PRIVATE_WEBHOOKS": "yes"}, "FERRY_ALLOW_PRIVATE_WEBHOOKS"},
 		} {
 			_, err := New(context.Background(), "drainer", env(c.env))
 			require.ErrorContains(t, err, c.name)

@@ -38,6 +38,7 @@ type Emulator struct {
 
 	mu        sync.Mutex
 	idle      []*instance
+	seq       int // instance numbers given
 	count     int // instances started, alive or not
 	live      map[*instance]bool
 	freed     chan struct{}
@@ -121,8 +122,8 @@ func (e *Emulator) take(ctx context.Context) (*instance, error) {
 			return in, nil
 		}
 		if len(e.live) < max(e.MaxInstances, 1) {
-			e.count++
-			in := &instance{n: e.count}
+			e.seq++
+			in := &instance{n: e.seq}
 			e.live[in] = true
 			e.mu.Unlock()
 			if err := e.start(ctx, in); err != nil {
@@ -131,6 +132,9 @@ func (e *Emulator) take(ctx context.Context) (*instance, error) {
 				e.mu.Unlock()
 				return nil, err
 			}
+			e.mu.Lock()
+			e.count++
+			e.mu.Unlock()
 			return in, nil
 		}
 		freed := e.freed

@@ -234,3 +234,8 @@ func conditionHolds(op string, got, want []string) bool {
 	}
 	return false
 }
+
+// DefaultRequestMapper maps requests for the role gate. It is nil until
+// the project's mapping of DynamoDB requests to IAM actions and resources
+// is wired in; a nil mapper lets every request through.
+var DefaultRequestMapper RequestMapper

@@ -182,6 +182,7 @@ func (l *Logs) Metric(function, name string, dims ...string) float64 {
 
 // Summary writes the metrics seen, per function, metric and dimensions:
 // their sum, how many values and the largest (gauges read better by it).
+// Series that were zero throughout are left out.
 func (l *Logs) Summary(w io.Writer) {
 	l.mu.Lock()
 	keys := make([]metricKey, 0, len(l.metrics))
@@ -202,6 +203,9 @@ func (l *Logs) Summary(w io.Writer) {
 	fmt.Fprintln(tw, "function\tmetric\tdimensions\tsum\tvalues\tmax")
 	for _, k := range keys {
 		s := l.metrics[k]
+		if s.sum == 0 && s.max == 0 {
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%g\t%d\t%g\n", k.function, k.name, k.dims, s.sum, s.n, s.max)
 	}
 	l.mu.Unlock()

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // Template is what ferry local reads from a synthesized CloudFormation
@@ -33,6 +35,9 @@ type Table struct {
 	LogicalID  string
 	Name       string
 	StreamView string // "" when the table has no stream
+	// Create and TTLAttribute make the table as the template declares it.
+	Create       *dynamodb.CreateTableInput
+	TTLAttribute string
 }
 
 // Function is one AWS::Lambda::Function.
@@ -222,6 +227,10 @@ func parseTemplate(rt rawTemplate, local Local) (*Template, error) {
 		t.Table = Table{LogicalID: id, Name: r.tableName(id)}
 		if spec, ok := rt.Resources[id].Properties["StreamSpecification"].(map[string]any); ok {
 			t.Table.StreamView, _ = spec["StreamViewType"].(string)
+		}
+		var err error
+		if t.Table.Create, t.Table.TTLAttribute, err = tableInputs(t.Table.Name, rt.Resources[id].Properties); err != nil {
+			return nil, err
 		}
 	}
 	if t.Table.LogicalID == "" {

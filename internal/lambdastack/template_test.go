@@ -22,7 +22,12 @@ func TestReadTemplate(t *testing.T) {
 	t.Parallel()
 	tmpl := readTestTemplate(t)
 
-	require.Equal(t, Table{LogicalID: "Table", Name: "ferry", StreamView: "NEW_AND_OLD_IMAGES"}, tmpl.Table)
+	require.Equal(t, "ferry", tmpl.Table.Name)
+	require.Equal(t, "NEW_AND_OLD_IMAGES", tmpl.Table.StreamView)
+	require.Equal(t, "ttl", tmpl.Table.TTLAttribute)
+	require.Len(t, tmpl.Table.Create.GlobalSecondaryIndexes, 2)
+	require.Equal(t, "due", *tmpl.Table.Create.GlobalSecondaryIndexes[0].IndexName)
+	require.True(t, *tmpl.Table.Create.StreamSpecification.StreamEnabled)
 	var names []string
 	for _, f := range tmpl.Functions {
 		names = append(names, f.Name)
