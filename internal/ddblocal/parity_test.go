@@ -42,4 +42,6 @@ func TestParityEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
 	paritytest.Exercise(ctx, t, func(t *testing.T) paritytest.Client { return client })
+	paritytest.ExerciseWire(ctx, t, paritytest.Wire{URL: endpoint, Credentials: cfg.Credentials, Region: region,
+		NewClient: func(*testing.T) paritytest.Client { return client }})
 }

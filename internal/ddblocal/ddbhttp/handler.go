@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // DefaultMaxBodyBytes is the largest request body accepted by default: 16 MB
@@ -108,10 +112,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
+	setCORS(w, r)
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodGet, http.MethodHead:
-		writeResponse(w, reqID, http.StatusOK, "text/plain", []byte("healthy: ferry dynamodb "))
+		// DynamoDB answers its health line at the root only, naming the
+		// host asked for.
+		if r.URL.Path != "/" && r.URL.Path != "" {
+			writeResponse(w, reqID, http.StatusNotFound, "text/plain", []byte("not found"))
+			return
+		}
+		writeResponse(w, reqID, http.StatusOK, "text/plain", []byte("healthy: "+r.Host))
+		return
+	case http.MethodOptions:
+		writeResponse(w, reqID, http.StatusOK, "text/plain", nil)
 		return
 	default:
 		h.fail(w, reqID, op, &requestError{code: codeUnknownOperation, message: "DynamoDB operations are sent with POST"})
@@ -131,11 +145,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBodyBytes))
+	body, err := decodeBody(w, r, h.cfg.maxBodyBytes)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			h.fail(w, reqID, op, &requestError{code: codeTooLarge, message: fmt.Sprintf("Request body exceeds %d bytes", tooLarge.Limit)})
+			return
+		}
+		if errors.Is(err, errBadEncoding) {
+			h.fail(w, reqID, op, &requestError{code: codeInternal, message: "Internal server error"})
 			return
 		}
 		h.fail(w, reqID, op, serializationError("reading the request body: %v", err))
@@ -152,14 +170,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, reqID, op, err)
 		return
 	}
+	if op == "DescribeEndpoints" {
+		out = endpointsOf(r, out)
+	}
 	body = encodeShape(normalizeOutput(in, out))
 	if noBodyOps[op] {
 		body = nil
+	}
+	if len(body) >= compressThreshold {
+		if enc := acceptedEncoding(r.Header.Get("Accept-Encoding")); enc != "" {
+			body = compress(enc, body)
+			w.Header().Set("Content-Encoding", enc)
+		}
 	}
 	if h.cfg.logger.Enabled(r.Context(), slog.LevelDebug) {
 		h.cfg.logger.Debug("ddbhttp: request served", "op", op, "request_id", reqID, "status", http.StatusOK, "response_bytes", len(body))
 	}
 	writeResponse(w, reqID, http.StatusOK, contentType, body)
+}
+
+// endpointsOf replaces an AWS regional address in a DescribeEndpoints answer
+// (the engine's) with the address the client reached (host and port, no
+// scheme, as DynamoDB answers its own), so a client that follows endpoint
+// discovery stays on this server. Other answers pass through.
+func endpointsOf(r *http.Request, out any) any {
+	o, ok := out.(*dynamodb.DescribeEndpointsOutput)
+	if !ok || r.Host == "" || len(o.Endpoints) != 1 || !strings.HasSuffix(aws.ToString(o.Endpoints[0].Address), ".amazonaws.com") {
+		return out
+	}
+	cp := *o
+	cp.Endpoints = []types.Endpoint{{Address: aws.String(r.Host), CachePeriodInMinutes: 1440}}
+	return &cp
 }
 
 // noBodyOps answer success with an empty body, as DynamoDB does: their

@@ -41,3 +41,23 @@ func TestParityOverHTTP(t *testing.T) {
 		})
 	})
 }
+
+// TestParityWireOverHTTP runs the HTTP-layer cases of the parity suite
+// (compression, CORS, framing) against the handler on loopback.
+func TestParityWireOverHTTP(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := httptest.NewServer(ddbhttp.NewHandler(ddblocal.New()))
+	t.Cleanup(srv.Close)
+	creds := credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"), config.WithCredentialsProvider(creds))
+	require.NoError(t, err)
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(srv.URL)
+		o.HTTPClient = srv.Client()
+	})
+	paritytest.ExerciseWire(ctx, t, paritytest.Wire{
+		URL: srv.URL, HTTPClient: srv.Client(), Credentials: creds, Region: "us-east-1",
+		NewClient: func(*testing.T) paritytest.Client { return client },
+	})
+}
