@@ -219,7 +219,6 @@ func wireCases() []wireCase {
 	}
 }
 
-
 // endpointer is DescribeEndpoints: the engine, the SDK client and the HTTP
 // face's clients all have it.
 type endpointer interface {
