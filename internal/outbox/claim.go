@@ -57,46 +57,23 @@ type ClaimResult struct {
 // first, keeping those this build decodes and may claim now.
 func (e *Engine) dueCandidates(ctx context.Context, p int, now time.Time, want int) ([]candidate, error) {
 	var out []candidate
-	var start map[string]types.AttributeValue
-	for page := 0; page < 20; page++ {
-		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                e.table(),
-			IndexName:                aws.String(IndexDue),
-			KeyConditionExpression:   aws.String("#dpk = :dpk AND #dsk < :upto"),
-			ExpressionAttributeNames: map[string]string{"#dpk": attrDuePK, "#dsk": attrDueSK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":dpk": avS(duePK(p)), ":upto": avS(timeSK(now.Add(time.Millisecond), 0)),
-			},
-			ExclusiveStartKey: start,
-			Limit:             aws.Int32(int32(pageLimit(page, want))),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("error reading due index of partition %d: %w", p, err)
-		}
-		for _, it := range q.Items {
-			a, ok := decodeAction(it)
-			if !ok {
-				continue
-			}
-			ad, ok := e.reg.Decodes(a.Kind, a.Variant)
+	q := dueQuery{partition: p, before: now.Add(time.Millisecond), maxPages: 20,
+		pageSize: func(page int) int { return pageLimit(page, want) }}
+	err := e.eachDuePage(ctx, q, func(rows []dueRow) bool {
+		for _, r := range rows {
+			ad, ok := e.reg.Decodes(r.a.Kind, r.a.Variant)
 			if !ok {
 				continue // rolling upgrade: not ours to touch
 			}
-			c := candidate{a: a, class: ad.Spec().Class, due: dueTime(it)}
-			if a.State == StateADMITTED {
-				// The due index keeps the next attempt in its sort key; a
-				// release puts the row back there.
-				c.a.NextAttemptAt = c.due
+			c := candidate{a: r.a, class: ad.Spec().Class, due: r.due}
+			if claimable(c, now) {
+				out = append(out, c)
 			}
-			if !claimable(c, now) {
-				continue
-			}
-			out = append(out, c)
 		}
-		if q.LastEvaluatedKey == nil || len(out) >= 2*want {
-			break
-		}
-		start = q.LastEvaluatedKey
+		return len(out) < 2*want
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

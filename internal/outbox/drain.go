@@ -390,55 +390,51 @@ func (e *Engine) Drain(ctx context.Context) error {
 func (e *Engine) makeDue(ctx context.Context) error {
 	now := e.clk.Now().UTC()
 	for part := 0; part < e.cfg.Partitions; part++ {
-		var start map[string]types.AttributeValue
-		for {
-			q, err := e.db.Query(ctx, &dynamodb.QueryInput{
-				TableName: e.table(), IndexName: aws.String(IndexDue),
-				KeyConditionExpression:    aws.String("#dpk = :dpk"),
-				ExpressionAttributeNames:  map[string]string{"#dpk": attrDuePK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":dpk": avS(duePK(part))},
-				ExclusiveStartKey:         start,
-			})
-			if err != nil {
-				return fmt.Errorf("error reading due index of partition %d: %w", part, err)
-			}
-			for _, it := range q.Items {
-				a, ok := decodeAction(it)
-				if !ok {
-					continue
-				}
-				if a.State == StateADMITTED {
-					a.NextAttemptAt = dueTime(it)
-				}
-				var upd string
-				c := condState(a.State, a.Epoch)
-				c.vals[":now"] = avMs(now)
-				switch {
-				case a.State == StateADMITTED && a.NextAttemptAt.After(now):
-					upd = "SET #nat = :now, #dsk = :dsk"
-					c.names["#nat"], c.names["#dsk"] = attrNext, attrDueSK
-					c.vals[":dsk"] = avS(timeSK(now, a.Seq))
-				case a.State == StateEXECUTING && a.LeaseExpiresAt.After(now):
-					upd = "SET #lx = :now, #dsk = :dsk"
-					c.names["#lx"], c.names["#dsk"] = attrLease, attrDueSK
-					c.vals[":dsk"] = avS(timeSK(now, a.Seq))
-					c = c.and(cond{expr: "attribute_not_exists(#own)", names: map[string]string{"#own": attrOwner}})
-				default:
-					continue
-				}
-				_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
-					ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
-				})
-				if err != nil && !isCondFailed(err) {
-					return fmt.Errorf("error making %s due: %w", a.ID, err)
+		var firstErr error
+		err := e.eachDuePage(ctx, dueQuery{partition: part}, func(rows []dueRow) bool {
+			for _, r := range rows {
+				if err := e.makeRowDue(ctx, r.a, now); err != nil {
+					firstErr = err
+					return false
 				}
 			}
-			if q.LastEvaluatedKey == nil {
-				break
-			}
-			start = q.LastEvaluatedKey
+			return true
+		})
+		if firstErr != nil {
+			return firstErr
 		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeRowDue brings one waiting row of the due index forward to now: an
+// ADMITTED action's next attempt, or an unheld EXECUTING action's wait.
+func (e *Engine) makeRowDue(ctx context.Context, a Action, now time.Time) error {
+	var upd string
+	c := condState(a.State, a.Epoch)
+	c.vals[":now"] = avMs(now)
+	switch {
+	case a.State == StateADMITTED && a.NextAttemptAt.After(now):
+		upd = "SET #nat = :now, #dsk = :dsk"
+		c.names["#nat"], c.names["#dsk"] = attrNext, attrDueSK
+		c.vals[":dsk"] = avS(timeSK(now, a.Seq))
+	case a.State == StateEXECUTING && a.LeaseExpiresAt.After(now):
+		upd = "SET #lx = :now, #dsk = :dsk"
+		c.names["#lx"], c.names["#dsk"] = attrLease, attrDueSK
+		c.vals[":dsk"] = avS(timeSK(now, a.Seq))
+		c = c.and(cond{expr: "attribute_not_exists(#own)", names: map[string]string{"#own": attrOwner}})
+	default:
+		return nil
+	}
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
+		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("error making %s due: %w", a.ID, err)
 	}
 	return nil
 }

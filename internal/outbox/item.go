@@ -65,20 +65,9 @@ const (
 
 func partitionPK(p int) string      { return "P#" + strconv.Itoa(p) }
 func actionSK(seq int64) string     { return fmt.Sprintf("A#%020d", seq) }
-func duePK(p int) string            { return "D#" + strconv.Itoa(p) }
 func laneSK(ws, lane string) string { return "L#" + ws + "#" + lane }
 func idemPK(ws, key string) string  { return "K#" + ws + "#" + key }
 func subPK(ws, subj string) string  { return ws + "#" + subj }
-
-// timeSK is the sort key of the due index: a time, then the seq
-// so that ties keep enqueue order.
-func timeSK(t time.Time, seq int64) string {
-	ms := t.UnixMilli()
-	if ms < 0 {
-		ms = 0
-	}
-	return fmt.Sprintf("%013d#%020d", ms, seq)
-}
 
 // ActionID formats the id of the action at (partition, seq).
 func ActionID(partition int, seq int64) string {
@@ -259,19 +248,4 @@ func decodeAction(it map[string]types.AttributeValue) (Action, bool) {
 // TTL deletes days late, so reads treat ttl < now as gone.
 func expiredByTTL(it map[string]types.AttributeValue, now time.Time) bool {
 	return has(it, attrTTL) && getN(it, attrTTL) < now.Unix()
-}
-
-// dueTime reads the due time a row has in the due index from its sort key,
-// so that decisions do not depend on which attributes the index projects.
-func dueTime(it map[string]types.AttributeValue) time.Time {
-	sk := getS(it, attrDueSK)
-	ms, _, ok := strings.Cut(sk, "#")
-	if !ok {
-		return time.Time{}
-	}
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return time.Time{}
-	}
-	return time.UnixMilli(n).UTC()
 }

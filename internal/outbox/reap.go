@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -63,31 +61,15 @@ func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (Par
 	g := PartitionGauges{Partition: p}
 	var rows []Action
 	inIndex := map[int64]bool{}
-	var start map[string]types.AttributeValue
-	for {
-		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
-			TableName: e.table(), IndexName: aws.String(IndexDue),
-			KeyConditionExpression:    aws.String("#dpk = :dpk"),
-			ExpressionAttributeNames:  map[string]string{"#dpk": attrDuePK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":dpk": avS(duePK(p))},
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			return g, fmt.Errorf("error reading due index: %w", err)
+	err := e.eachDuePage(ctx, dueQuery{partition: p}, func(page []dueRow) bool {
+		for _, r := range page {
+			rows = append(rows, r.a)
+			inIndex[r.a.Seq] = true
 		}
-		for _, it := range q.Items {
-			if a, ok := decodeAction(it); ok {
-				if a.State == StateADMITTED {
-					a.NextAttemptAt = dueTime(it)
-				}
-				rows = append(rows, a)
-				inIndex[a.Seq] = true
-			}
-		}
-		if q.LastEvaluatedKey == nil {
-			break
-		}
-		start = q.LastEvaluatedKey
+		return true
+	})
+	if err != nil {
+		return g, err
 	}
 	// Claimed actions are out of due: the fence's in-flight map names them.
 	// The reaper does not hold the fence, so it never writes the map; the
