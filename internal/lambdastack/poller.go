@@ -3,6 +3,7 @@ package lambdastack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -187,12 +188,26 @@ func (p *Poller) shard(ctx context.Context, arn, id string, from types.ShardIter
 	iter := it.ShardIterator
 	var pending []streamRecord
 	var firstAt time.Time
+	lastSeq := ""
 	for iter != nil {
 		limit := int32(min(max(p.Mapping.BatchSize-len(pending), 1), 1000))
 		out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(limit)})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			var expired *types.ExpiredIteratorException
+			if errors.As(err, &expired) {
+				// An iterator lives 15 minutes: take a new one after the
+				// last record read (a long retry can outlast it).
+				in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: aws.String(id), ShardIteratorType: from}
+				if lastSeq != "" {
+					in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(lastSeq)
+				}
+				if it, err := p.Streams.GetShardIterator(ctx, in); err == nil {
+					iter = it.ShardIterator
+					continue
+				}
 			}
 			p.Logs.Event(p.Mapping.Function, "esm", "GetRecords failed: "+err.Error())
 			if p.sleep(ctx, time.Second) != nil {
@@ -202,6 +217,9 @@ func (p *Poller) shard(ctx context.Context, arn, id string, from types.ShardIter
 		}
 		iter = out.NextShardIterator
 		for _, r := range out.Records {
+			if r.Dynamodb != nil {
+				lastSeq = aws.ToString(r.Dynamodb.SequenceNumber)
+			}
 			sr, keep := p.admit(r)
 			if keep {
 				if len(pending) == 0 {
