@@ -10,7 +10,7 @@ help: ## List the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: test
-test: vet unit sim-ci infra-test lambda-local ## Run every test suite (what CI runs)
+test: vet unit sim-ci infra-test lambda-local local-test ## Run every test suite (what CI runs)
 
 .PHONY: vet
 vet: ## go vet the runtime module

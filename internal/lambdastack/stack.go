@@ -153,6 +153,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := s.serveAPI(); err != nil {
 		return nil, err
 	}
+	for _, m := range s.Template.Mappings {
+		if m.Enabled {
+			s.pollers = append(s.pollers, &Poller{Mapping: m, Table: s.Template.Table.Name, Streams: s.streamsClient(m.Function),
+				Function: s.emulators[m.Function], Logs: s.logs, Local: s.cfg.Local})
+		}
+	}
 	s.memory = newMemorySampler(s.pids)
 	ok = true
 	return s, nil
@@ -348,18 +354,12 @@ func (s *Stack) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.runSchedule(ctx, sc, every) }()
 	}
-	for _, m := range s.Template.Mappings {
-		if !m.Enabled {
-			continue
-		}
-		p := &Poller{Mapping: m, Table: s.Template.Table.Name, Streams: s.streamsClient(m.Function),
-			Function: s.emulators[m.Function], Logs: s.logs, Local: s.cfg.Local}
-		s.pollers = append(s.pollers, p)
+	for _, p := range s.pollers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := p.Run(ctx); err != nil && ctx.Err() == nil {
-				s.logs.Event(m.Function, "esm", "stream poller stopped: "+err.Error())
+				s.logs.Event(p.Mapping.Function, "esm", "stream poller stopped: "+err.Error())
 			}
 		}()
 	}

@@ -1,0 +1,278 @@
+//go:build lambdastack
+
+package lambdastack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The stack tests run what `make local` runs: this machine's bootstraps of
+// every function the template declares, under the emulator, wired from a
+// template synthesized from infra/ now. `make local-test` runs them (it
+// installs the emulator and names it in LAMBDA_RIE).
+var (
+	testRoot     string
+	testBin      string
+	testTemplate string
+)
+
+func TestMain(m *testing.M) {
+	code, err := setupStackTests(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func setupStackTests(m *testing.M) (int, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return 0, err
+	}
+	testRoot = filepath.Join(wd, "..", "..")
+	dir, err := os.MkdirTemp("", "ferry-local-test-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	testBin = filepath.Join(dir, "bin")
+	// The bootstraps for this machine, with `make build`'s flags.
+	build := exec.Command("make", "--no-print-directory", "build", "LAMBDA_ARCH="+runtime.GOARCH, "LAMBDA_BIN="+testBin)
+	build.Dir = testRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("make build: %v\n%s", err, out)
+	}
+	// The template as `make synth` would write it, its assets from testBin.
+	began := time.Now()
+	assembly := filepath.Join(dir, "cdk.out")
+	if err := Synth(context.Background(), filepath.Join(testRoot, "infra"), assembly, map[string]any{"assetDir": testBin}, os.Stderr); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(os.Stderr, "synthesized in %s\n", time.Since(began).Round(time.Millisecond))
+	if testTemplate, err = StackTemplate(assembly, ""); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+// receiver is a webhook receiver on loopback.
+type receiver struct {
+	mu    sync.Mutex
+	got   []string // webhook-id of each delivery
+	first time.Time
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	r.mu.Lock()
+	r.got = append(r.got, req.Header.Get("webhook-id"))
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+func (r *receiver) deliveries() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+type stackBundle struct {
+	stack *Stack
+	recv  *receiver
+	hook  string // the receiver's URL
+	mail  string
+	out   *syncBuffer
+	done  chan error
+}
+
+func startStack(t *testing.T, template string, schedules map[string]time.Duration) *stackBundle {
+	t.Helper()
+	rie := os.Getenv("LAMBDA_RIE")
+	require.NotEmpty(t, rie, "LAMBDA_RIE must name the aws-lambda-rie binary (make local-test installs it)")
+	b := &stackBundle{recv: &receiver{}, mail: t.TempDir(), out: &syncBuffer{}, done: make(chan error, 1)}
+	srv := httptest.NewServer(b.recv)
+	t.Cleanup(srv.Close)
+	b.hook = srv.URL + "/hook"
+	var err error
+	b.stack, err = Start(context.Background(), Config{
+		Template: template, BinDir: testBin, RIE: rie, Addr: "127.0.0.1:0",
+		MailDir: b.mail, WebhookSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", AllowPrivateWebhooks: true,
+		Schedules: schedules, LogDir: filepath.Join(t.TempDir(), "logs"), Out: b.out, LogOut: b.out,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { b.done <- b.stack.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-b.done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("ferry local did not stop within 30 s")
+		}
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("ferry local's output:\n%s", b.out.String())
+		}
+	})
+	return b
+}
+
+// api sends a request through the HTTP front with the default token.
+func (b *stackBundle) api(t *testing.T, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, b.stack.URL()+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer dev")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	_ = json.Unmarshal(raw, &out)
+	return resp.StatusCode, out
+}
+
+func (b *stackBundle) enqueue(t *testing.T, body string) string {
+	t.Helper()
+	status, out := b.api(t, http.MethodPost, "/v1/actions", body)
+	require.Equal(t, http.StatusCreated, status, "%v", out)
+	return out["id"].(string)
+}
+
+func (b *stackBundle) state(t *testing.T, id string) string {
+	t.Helper()
+	status, out := b.api(t, http.MethodGet, "/v1/actions/"+id, "")
+	require.Equal(t, http.StatusOK, status, "%v", out)
+	return out["state"].(string)
+}
+
+func emails(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".eml") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLocalStackDeployedWiring: a webhook and an email enqueued through
+// the front; the webhook delivered by the drainer bootstrap woken by the
+// stream poller (the drainer's schedule, at the template's minute, has not
+// fired); the email in the mail sink; the reaper and retention invoked on
+// their (sped-up) schedules; a clean stop.
+func TestLocalStackDeployedWiring(t *testing.T) {
+	b := startStack(t, testTemplate, map[string]time.Duration{"reaper": 2 * time.Second, "retention": 2 * time.Second})
+	hook := b.enqueue(t, fmt.Sprintf(`{"kind":"webhook","payload":{"url":%q,"body":{"order":42}}}`, b.hook))
+	mail := b.enqueue(t, `{"kind":"email","payload":{"from":"shop@example.com","to":["ann@example.com"],"subject":"Your order","text":"It shipped."}}`)
+
+	require.Eventually(t, func() bool { return len(b.recv.deliveries()) == 1 }, 30*time.Second, 50*time.Millisecond, "the webhook is delivered")
+	require.Equal(t, []string{hook}, b.recv.deliveries(), "webhook-id is the action id")
+	require.Zero(t, b.stack.ScheduleCalls()["drainer"], "delivered before the drainer's schedule fired")
+	require.NotEmpty(t, b.stack.Pollers())
+	require.GreaterOrEqual(t, b.stack.Pollers()[0].Stats().Batches, 1, "the stream poller invoked the drainer")
+
+	require.Eventually(t, func() bool { return emails(t, b.mail) == 1 }, 30*time.Second, 50*time.Millisecond, "the email is in the mail sink")
+	require.Eventually(t, func() bool { return b.state(t, hook) == "DONE" && b.state(t, mail) == "DONE" }, 30*time.Second, 100*time.Millisecond)
+
+	require.Eventually(t, func() bool {
+		return b.stack.Emulator("reaper").Stats().Invocations >= 1 && b.stack.Emulator("retention").Stats().Invocations >= 1
+	}, 30*time.Second, 50*time.Millisecond, "the reaper and retention run on schedule")
+	calls := b.stack.ScheduleCalls()
+	require.GreaterOrEqual(t, calls["reaper"], 1)
+	require.GreaterOrEqual(t, calls["retention"], 1)
+	require.Empty(t, b.stack.Gate().Denials(), "every DynamoDB request the functions sent is allowed by their roles")
+
+	require.Equal(t, 1.0, b.stack.Logs().Metric("drainer", "ActionsEnded", "Kind=webhook", "Outcome=DONE"), "EMF lines are added up")
+	require.Equal(t, 1.0, b.stack.Logs().Metric("drainer", "ActionsEnded", "Kind=email", "Outcome=DONE"))
+}
+
+// TestLocalStackChangedStreamFilter: in a copy of the template whose
+// stream filter only lets emails through, a webhook's records are read and
+// filtered out (the drainer is not invoked; nothing is delivered) while an
+// email's wake the drainer.
+func TestLocalStackChangedStreamFilter(t *testing.T) {
+	raw, err := os.ReadFile(testTemplate)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	changed := 0
+	for _, r := range doc["Resources"].(map[string]any) {
+		res := r.(map[string]any)
+		if res["Type"] != "AWS::Lambda::EventSourceMapping" {
+			continue
+		}
+		res["Properties"].(map[string]any)["FilterCriteria"] = map[string]any{"Filters": []any{
+			map[string]any{"Pattern": `{"dynamodb":{"NewImage":{"kind":{"S":["email"]},"st":{"S":["ADMITTED"]}}}}`},
+		}}
+		changed++
+	}
+	require.Equal(t, 1, changed)
+	out, err := json.Marshal(doc)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "Ferry.template.json")
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+
+	b := startStack(t, path, map[string]time.Duration{"drainer": 0, "reaper": 0, "retention": 0})
+	p := b.stack.Pollers()
+	hook := b.enqueue(t, fmt.Sprintf(`{"kind":"webhook","payload":{"url":%q,"body":{"order":43}}}`, b.hook))
+	require.Eventually(t, func() bool { return len(p) == 1 && p[0].Stats().Filtered >= 1 }, 30*time.Second, 20*time.Millisecond,
+		"the webhook's records are read and filtered out")
+	// Longer than the batching window: a batch would have gone out by now.
+	time.Sleep(2 * time.Second)
+	require.Zero(t, p[0].Stats().Batches, "no batch for records the filter drops")
+	require.Zero(t, b.stack.Emulator("drainer").Stats().Invocations)
+	require.Empty(t, b.recv.deliveries())
+	require.Equal(t, "ADMITTED", b.state(t, hook))
+
+	mail := b.enqueue(t, `{"kind":"email","payload":{"from":"shop@example.com","to":["ann@example.com"],"subject":"Filtered in","text":"Hello."}}`)
+	require.Eventually(t, func() bool { return emails(t, b.mail) == 1 }, 30*time.Second, 50*time.Millisecond, "the email's record wakes the drainer")
+	require.Equal(t, "DONE", b.state(t, mail))
+	require.GreaterOrEqual(t, p[0].Stats().Batches, 1)
+}
+
+// syncBuffer collects ferry local's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
