@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -179,57 +178,25 @@ func selectGroups(cands []candidate, limit int) [][]candidate {
 // write started, or one that expired before any write. Leaving them out
 // before the transaction spares a refused transaction.
 func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate, seen, live, skip map[int64]bool) error {
-	var keys []map[string]types.AttributeValue
-	reclaim := map[int64]candidate{}
-	preds := map[int64]bool{}       // lane predecessors of group heads
+	pf := prefetchKeys(p, groups, seen)
 	endedPreds := map[int64]int64{} // ended predecessor -> its own predecessor
-	for _, g := range groups {
-		if prev := g[0].a.PrevSeq; prev != 0 && !seen[prev] {
-			seen[prev] = true
-			preds[prev] = true
-			keys = append(keys, actionKey(p, prev))
-		}
-		for _, c := range g {
-			if c.a.State == StateEXECUTING && !seen[c.a.Seq] {
-				seen[c.a.Seq] = true
-				reclaim[c.a.Seq] = c
-				keys = append(keys, actionKey(p, c.a.Seq))
-			}
-		}
-	}
 	now := e.clk.Now()
-	for len(keys) > 0 {
-		n := min(len(keys), 100)
-		out, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
-			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {
-				Keys: keys[:n], ConsistentRead: aws.Bool(true),
-				ProjectionExpression:     aws.String("sk, #st, #ttl, #wsa, #xa, #prev"),
-				ExpressionAttributeNames: map[string]string{"#st": attrState, "#ttl": attrTTL, "#wsa": attrWrite, "#xa": attrExpires, "#prev": attrPrev},
-			}},
-		})
-		if err != nil {
-			return fmt.Errorf("error reading lane predecessors of partition %d: %w", p, err)
+	_, err := e.readRows(ctx, rowsRead{
+		keys:       pf.keys,
+		projection: "sk, #st, #ttl, #wsa, #xa, #prev",
+		names:      map[string]string{"#st": attrState, "#ttl": attrTTL, "#wsa": attrWrite, "#xa": attrExpires, "#prev": attrPrev},
+	}, func(seq int64, it map[string]types.AttributeValue) {
+		if c, ok := pf.reclaim[seq]; ok && !reclaimable(c, it, now) {
+			skip[seq] = true
 		}
-		for _, it := range out.Responses[e.cfg.Table] {
-			var seq int64
-			fmt.Sscanf(getS(it, attrSK), "A#%d", &seq)
-			if c, ok := reclaim[seq]; ok {
-				wrote := has(it, attrWrite)
-				expired := has(it, attrExpires) && !getMs(it, attrExpires).After(now)
-				if (c.class == AtMostOnce && wrote) || (!wrote && expired) {
-					skip[seq] = true
-				}
-			}
-			if st := State(getS(it, attrState)); !st.Ended() && !expiredByTTL(it, now) {
-				live[seq] = true
-			} else if pv := getN(it, attrPrev); preds[seq] && pv != 0 {
-				endedPreds[seq] = pv
-			}
+		if st := State(getS(it, attrState)); !st.Ended() && !expiredByTTL(it, now) {
+			live[seq] = true
+		} else if pv := getN(it, attrPrev); pf.preds[seq] && pv != 0 {
+			endedPreds[seq] = pv
 		}
-		keys = keys[n:]
-		if un, ok := out.UnprocessedKeys[e.cfg.Table]; ok && len(un.Keys) > 0 {
-			keys = append(keys, un.Keys...)
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("error reading lane predecessors of partition %d: %w", p, err)
 	}
 	// An ended predecessor may have ended out of order: look further back.
 	more, err := e.ancestorsLive(ctx, p, endedPreds)
@@ -240,6 +207,44 @@ func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate, seen
 		live[seq] = true
 	}
 	return nil
+}
+
+// prefetchRows are the rows a prefetch reads: the predecessors of group
+// heads and the reclaim candidates, each once.
+type prefetchRows struct {
+	keys    []map[string]types.AttributeValue
+	reclaim map[int64]candidate // reclaim candidates (EXECUTING, lease over)
+	preds   map[int64]bool      // lane predecessors of group heads
+}
+
+// prefetchKeys lists the rows prefetch reads, skipping (and then adding to)
+// seen.
+func prefetchKeys(p int, groups [][]candidate, seen map[int64]bool) prefetchRows {
+	pf := prefetchRows{reclaim: map[int64]candidate{}, preds: map[int64]bool{}}
+	for _, g := range groups {
+		if prev := g[0].a.PrevSeq; prev != 0 && !seen[prev] {
+			seen[prev] = true
+			pf.preds[prev] = true
+			pf.keys = append(pf.keys, actionKey(p, prev))
+		}
+		for _, c := range g {
+			if c.a.State == StateEXECUTING && !seen[c.a.Seq] {
+				seen[c.a.Seq] = true
+				pf.reclaim[c.a.Seq] = c
+				pf.keys = append(pf.keys, actionKey(p, c.a.Seq))
+			}
+		}
+	}
+	return pf
+}
+
+// reclaimable reports whether a reclaim candidate, as its row now reads, may
+// be taken: not an at-most-once action whose write started, nor one that
+// expired before any write.
+func reclaimable(c candidate, it map[string]types.AttributeValue, now time.Time) bool {
+	wrote := has(it, attrWrite)
+	expired := has(it, attrExpires) && !getMs(it, attrExpires).After(now)
+	return !(c.class == AtMostOnce && wrote) && !(!wrote && expired)
 }
 
 var endedStates = []State{StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED}
@@ -329,219 +334,341 @@ const maxClaimWindow = 512
 // it should finish it with a Retry (AttemptFinish) rather than let its lease
 // run out.
 func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult, error) {
-	now := e.clk.Now().UTC()
-	lx := now.Add(e.cfg.Lease)
-	limit := cp.Limit
-	if limit <= 0 {
-		limit = e.cfg.BatchSize
+	r, err := e.claimStart(ctx, p, cp)
+	if err != nil {
+		return nil, err
 	}
-	h := cp.hold
-	if h == nil {
-		var err error
-		if h, err = e.readFenceHold(ctx, p, cp.Owner, cp.Version); err != nil {
-			return nil, err
-		}
-	}
-	var cands []candidate
-	if cp.OnlyID != "" {
-		it, err := e.getActionItem(ctx, cp.OnlyID)
-		if err != nil {
-			return nil, err
-		}
-		a, _ := decodeAction(it)
-		a.Payload = nil
-		if ad, ok := e.reg.Decodes(a.Kind, a.Variant); ok {
-			if c := (candidate{a: a, class: ad.Spec().Class}); a.Partition == p && claimable(c, now) {
-				cands = append(cands, c)
-			}
-		}
-	}
-	res := &ClaimResult{}
-	// Select lane groups, learn which are blocked or must not be reclaimed,
-	// and select again without them, so blocked lanes never crowd out
-	// claimable work. When every candidate read is blocked, read a wider
-	// window of the due index: blocked lanes at its front must not starve
-	// the claimable rows behind them.
-	var groups [][]candidate
-	fetched, live, skip := map[int64]bool{}, map[int64]bool{}, map[int64]bool{}
-	// Actions a claim took out of due whose lease is over are reclaim
-	// candidates from the fence's in-flight map (ADR 0009).
-	renew := map[int64]time.Time{}
-	var reclaims []candidate
-	if cp.OnlyID == "" {
-		var err error
-		if reclaims, err = e.inflightCandidates(ctx, h, now, fetched, live, renew); err != nil {
-			return nil, err
-		}
+	groups, err := e.claimChoose(ctx, r)
+	if err != nil {
+		return nil, err
 	}
 	proposed := 0
-	for window := limit; ; window *= 8 {
-		read := 0
-		if cp.OnlyID == "" {
-			var err error
-			cands, err = e.dueCandidates(ctx, p, now, window)
-			if err != nil {
-				return nil, err
-			}
-			read = len(cands)
-			cands = mergeCandidates(cands, reclaims)
-		}
-		// Each round drops at least one candidate or stops.
-		for iter, n := 0, len(cands); iter <= n; iter++ {
-			groups = selectGroups(cands, limit)
-			if len(groups) == 0 {
-				break
-			}
-			if err := e.prefetch(ctx, p, groups, fetched, live, skip); err != nil {
-				return nil, err
-			}
-			bad := map[int64]bool{}
-			kept := groups[:0]
-			for _, g := range groups {
-				if live[g[0].a.PrevSeq] {
-					for _, c := range g {
-						bad[c.a.Seq] = true // its lane is blocked
-					}
-					continue
-				}
-				for i, c := range g {
-					if skip[c.a.Seq] {
-						for _, d := range g[i:] {
-							bad[d.a.Seq] = true // it and the lane behind it stay
-						}
-						g = g[:i]
-						break
-					}
-				}
-				if len(g) > 0 {
-					kept = append(kept, g)
-				}
-			}
-			groups = kept
-			if len(bad) == 0 {
-				break
-			}
-			rest := cands[:0:0]
-			for _, c := range cands {
-				if !bad[c.a.Seq] {
-					rest = append(rest, c)
-				}
-			}
-			cands = rest
-		}
-		if len(groups) > 0 || cp.OnlyID != "" || read < 2*window || window >= maxClaimWindow {
-			break
-		}
-	}
 	for _, g := range groups {
 		proposed += len(g)
 	}
-	wroteFence := false
-	for round := 0; len(groups) > 0 && round < 6; round++ {
-		// The fence item checks the version as before and, in the same
-		// write, records the actions claimed and forgets those seen settled.
-		// Both are bounded (fitFence) so the write stays within
-		// DynamoDB's expression limits however big the map.
-		claimed, except := map[int64]time.Time{}, map[int64]time.Time{}
-		for seq, t := range renew {
-			except[seq] = t
-		}
-		for _, g := range groups {
-			for _, c := range g {
-				claimed[c.a.Seq], except[c.a.Seq] = lx, lx
-			}
-		}
-		set, rm := fitFence(h, claimed, renew, h.removable(except))
-		items := []types.TransactWriteItem{e.fenceItem(h, set, rm)}
-		type pos struct{ g, m int }
-		at := map[int]pos{}
-		checked := map[int64]int{} // predecessor seq -> its check's index
-		for gi, g := range groups {
-			if prev := g[0].a.PrevSeq; prev != 0 {
-				// A transaction may name an item once: groups with the same
-				// predecessor (a lane forked by erasure) share its check.
-				if _, dup := checked[prev]; !dup {
-					checked[prev] = len(items)
-					at[len(items)] = pos{gi, -1}
-					items = append(items, e.predecessorCheck(p, prev))
-				}
-			}
-			for mi, c := range g {
-				at[len(items)] = pos{gi, mi}
-				// Run now takes an admitted action whatever its due time.
-				items = append(items, e.claimUpdate(c, cp.Owner, now, lx, cp.OnlyID != "", claimFences(c, mi)))
-			}
-		}
-		tok := e.token()
-		err := e.transact(ctx, items, tok)
-		if err == nil {
-			wroteFence = true
-			h.wrote(set, rm)
-			for _, g := range groups {
-				run := make([]Action, len(g))
-				for i, c := range g {
-					a := c.a
-					a.State, a.Epoch, a.Attempt, a.LeaseExpiresAt, a.Owner = StateEXECUTING, a.Epoch+1, a.Attempt+1, lx, cp.Owner
-					markClaimFence(&a, c, i, now)
-					run[i] = a
-				}
-				res.Groups = append(res.Groups, run)
-				res.Claimed += len(run)
-			}
-			break
-		}
-		reasons, ok := cancelReasons(err)
-		if !ok {
-			if isAmbiguous(err) {
-				return e.claimReadBack(ctx, h, groups, cp.Owner, now, res, proposed)
-			}
-			return nil, fmt.Errorf("error claiming partition %d: %w", p, err)
-		}
-		if len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
-			return nil, fmt.Errorf("partition %d version %d: %w", p, cp.Version, ErrFenceRefused)
-		}
-		// Drop refused candidates and everything behind them in their lane.
-		cut := map[int]int{} // group -> first member to drop (-1: whole group)
-		for i, code := range reasons {
-			if code == "" || code == "None" || i == 0 {
-				continue
-			}
-			ps, ok := at[i]
-			if !ok {
-				continue
-			}
-			res.Conflicts++
-			if old, seen := cut[ps.g]; !seen || ps.m < old {
-				cut[ps.g] = ps.m
-			}
-		}
-		if len(cut) == 0 {
-			continue // only conflicts without a culprit: try again
-		}
-		kept := groups[:0]
-		for gi, g := range groups {
-			m, dropped := cut[gi]
-			switch {
-			case !dropped:
-				kept = append(kept, g)
-			case m > 0:
-				kept = append(kept, g[:m])
-			}
-		}
-		groups = kept
+	res := &ClaimResult{}
+	out, err := e.claimTransact(ctx, r, groups, res)
+	if errors.Is(err, errClaimAmbiguous) {
+		return e.claimReadBack(ctx, r.h, out.unanswered, cp.Owner, r.now, res, proposed)
 	}
-	if !wroteFence && cp.hold == nil && h.pending(renew) {
-		// Nothing claimed by a caller of the exported Claim: the entries
-		// it read settled or renewed still go, so that a map left big (a
-		// custom driver's) shrinks claim by claim even while the partition
-		// has nothing to take. A held fence's release removes them.
-		if err := e.inflightWrite(ctx, h, renew); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
+	}
+	if err := e.claimForgetSettled(ctx, r, out.fenceWritten); err != nil {
+		return nil, err
 	}
 	res.Short = res.Claimed < proposed
 	e.obs.ClaimFinished(p, res.Claimed, res.Conflicts, res.Short)
 	return res, nil
+}
+
+// claimRun is one claim in progress: what it was asked, the time it runs
+// at, the fence it holds, and what it learned of the rows it read.
+type claimRun struct {
+	p     int
+	cp    ClaimParams
+	now   time.Time // the claim's time (UTC)
+	lx    time.Time // the lease it gives
+	limit int       // actions at most
+	h     *fenceHold
+
+	// fetched: rows already read consistently (predecessors, reclaims);
+	// live: predecessors still live (their lanes are blocked); skip: reclaim
+	// candidates that must not be taken.
+	fetched, live, skip map[int64]bool
+	// renew: in-flight entries whose lease was renewed (their new lease);
+	// reclaims: in-flight entries whose lease is over (design.md §3.3).
+	renew    map[int64]time.Time
+	reclaims []candidate
+}
+
+// claimStart fixes the claim's time and lease, reads the fence when the
+// caller holds none, and reads the in-flight map's reclaim candidates.
+func (e *Engine) claimStart(ctx context.Context, p int, cp ClaimParams) (*claimRun, error) {
+	now := e.clk.Now().UTC()
+	r := &claimRun{
+		p: p, cp: cp, now: now, lx: now.Add(e.cfg.Lease), limit: cp.Limit, h: cp.hold,
+		fetched: map[int64]bool{}, live: map[int64]bool{}, skip: map[int64]bool{},
+		renew: map[int64]time.Time{},
+	}
+	if r.limit <= 0 {
+		r.limit = e.cfg.BatchSize
+	}
+	if r.h == nil {
+		h, err := e.readFenceHold(ctx, p, cp.Owner, cp.Version)
+		if err != nil {
+			return nil, err
+		}
+		r.h = h
+	}
+	if cp.OnlyID == "" {
+		var err error
+		if r.reclaims, err = e.inflightCandidates(ctx, r.h, now, r.fetched, r.live, r.renew); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// claimChoose reads candidates and chooses the lane groups to claim: it
+// selects groups, learns which are blocked or must not be reclaimed, and
+// selects again without them, so blocked lanes never crowd out claimable
+// work. When every candidate read is blocked, it reads a wider window of
+// the due index: blocked lanes at its front must not starve the claimable
+// rows behind them.
+func (e *Engine) claimChoose(ctx context.Context, r *claimRun) ([][]candidate, error) {
+	if r.cp.OnlyID != "" {
+		cands, err := e.onlyCandidate(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return e.unblockedGroups(ctx, r, cands)
+	}
+	for window := r.limit; ; window *= 8 {
+		cands, err := e.dueCandidates(ctx, r.p, r.now, window)
+		if err != nil {
+			return nil, err
+		}
+		read := len(cands)
+		groups, err := e.unblockedGroups(ctx, r, mergeCandidates(cands, r.reclaims))
+		if err != nil {
+			return nil, err
+		}
+		if len(groups) > 0 || read < 2*window || window >= maxClaimWindow {
+			return groups, nil
+		}
+	}
+}
+
+// onlyCandidate is the one candidate of a RunNow: the named action, when it
+// is in this partition, of a kind this build decodes, and claimable now.
+func (e *Engine) onlyCandidate(ctx context.Context, r *claimRun) ([]candidate, error) {
+	it, err := e.getActionItem(ctx, r.cp.OnlyID)
+	if err != nil {
+		return nil, err
+	}
+	a, _ := decodeAction(it)
+	a.Payload = nil
+	ad, ok := e.reg.Decodes(a.Kind, a.Variant)
+	if !ok {
+		return nil, nil
+	}
+	if c := (candidate{a: a, class: ad.Spec().Class}); a.Partition == r.p && claimable(c, r.now) {
+		return []candidate{c}, nil
+	}
+	return nil, nil
+}
+
+// unblockedGroups selects lane groups from cands, reads what it must know
+// of them (prefetch), and drops the blocked ones and the members that must
+// not be taken, selecting again until nothing more is dropped. Each round
+// drops at least one candidate or stops.
+func (e *Engine) unblockedGroups(ctx context.Context, r *claimRun, cands []candidate) ([][]candidate, error) {
+	var groups [][]candidate
+	for iter, n := 0, len(cands); iter <= n; iter++ {
+		groups = selectGroups(cands, r.limit)
+		if len(groups) == 0 {
+			return groups, nil
+		}
+		if err := e.prefetch(ctx, r.p, groups, r.fetched, r.live, r.skip); err != nil {
+			return nil, err
+		}
+		var bad map[int64]bool
+		groups, bad = dropBlocked(groups, r.live, r.skip)
+		if len(bad) == 0 {
+			return groups, nil
+		}
+		rest := cands[:0:0]
+		for _, c := range cands {
+			if !bad[c.a.Seq] {
+				rest = append(rest, c)
+			}
+		}
+		cands = rest
+	}
+	return groups, nil
+}
+
+// dropBlocked removes from groups those whose head's predecessor is live
+// (the lane is blocked) and, in a group, a member in skip with the members
+// behind it (they stay in their lane). bad names every candidate removed.
+func dropBlocked(groups [][]candidate, live, skip map[int64]bool) (kept [][]candidate, bad map[int64]bool) {
+	bad = map[int64]bool{}
+	kept = groups[:0]
+	for _, g := range groups {
+		if live[g[0].a.PrevSeq] {
+			for _, c := range g {
+				bad[c.a.Seq] = true
+			}
+			continue
+		}
+		for i, c := range g {
+			if skip[c.a.Seq] {
+				for _, d := range g[i:] {
+					bad[d.a.Seq] = true
+				}
+				g = g[:i]
+				break
+			}
+		}
+		if len(g) > 0 {
+			kept = append(kept, g)
+		}
+	}
+	return kept, bad
+}
+
+// errClaimAmbiguous says the claim transaction has no answer even after its
+// retries: it may or may not have landed.
+var errClaimAmbiguous = errors.New("outbox: claim transaction outcome unknown")
+
+// claimOutcome is how the claim transactions went: fenceWritten when one
+// landed (and so its fence item); unanswered, with errClaimAmbiguous, the
+// groups of a transaction that may or may not have landed.
+type claimOutcome struct {
+	fenceWritten bool
+	unanswered   [][]candidate
+}
+
+// claimTransact claims groups in one transaction (design.md §5 step 4),
+// dropping the refused candidates and their lane followers and trying
+// again (step 5), up to 6 rounds. It adds what it claimed to res.
+func (e *Engine) claimTransact(ctx context.Context, r *claimRun, groups [][]candidate, res *ClaimResult) (claimOutcome, error) {
+	for round := 0; len(groups) > 0 && round < 6; round++ {
+		tx := e.claimItems(r, groups)
+		err := e.transact(ctx, tx.items, e.token())
+		if err == nil {
+			r.h.wrote(tx.set, tx.rm)
+			for _, g := range groups {
+				run := claimedRun(r, g)
+				res.Groups = append(res.Groups, run)
+				res.Claimed += len(run)
+			}
+			return claimOutcome{fenceWritten: true}, nil
+		}
+		reasons, ok := cancelReasons(err)
+		if !ok {
+			if isAmbiguous(err) {
+				return claimOutcome{unanswered: groups}, errClaimAmbiguous
+			}
+			return claimOutcome{}, fmt.Errorf("error claiming partition %d: %w", r.p, err)
+		}
+		if len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+			return claimOutcome{}, fmt.Errorf("partition %d version %d: %w", r.p, r.cp.Version, ErrFenceRefused)
+		}
+		groups = dropRefused(groups, tx.at, reasons, res)
+	}
+	return claimOutcome{}, nil
+}
+
+// claimTx is one claim transaction: its items, where each group member sits
+// in it, and the in-flight entries its fence item sets and removes.
+type claimTx struct {
+	items []types.TransactWriteItem
+	at    map[int]claimPos
+	set   map[int64]time.Time
+	rm    []int64
+}
+
+// claimPos is a transaction item's group and member (member -1: the
+// group's predecessor check).
+type claimPos struct{ g, m int }
+
+// claimItems builds the claim transaction of groups: the fence item, which
+// checks the version and in the same write records the actions claimed and
+// forgets those seen settled (both bounded by fitFence so the write stays
+// within DynamoDB's expression limits however big the map); each group
+// head's predecessor check; one conditional update per member.
+func (e *Engine) claimItems(r *claimRun, groups [][]candidate) claimTx {
+	claimed, except := map[int64]time.Time{}, map[int64]time.Time{}
+	for seq, t := range r.renew {
+		except[seq] = t
+	}
+	for _, g := range groups {
+		for _, c := range g {
+			claimed[c.a.Seq], except[c.a.Seq] = r.lx, r.lx
+		}
+	}
+	tx := claimTx{at: map[int]claimPos{}}
+	tx.set, tx.rm = fitFence(r.h, claimed, r.renew, r.h.removable(except))
+	tx.items = []types.TransactWriteItem{e.fenceItem(r.h, tx.set, tx.rm)}
+	checked := map[int64]int{} // predecessor seq -> its check's index
+	for gi, g := range groups {
+		if prev := g[0].a.PrevSeq; prev != 0 {
+			// A transaction may name an item once: groups with the same
+			// predecessor (a lane forked by erasure) share its check.
+			if _, dup := checked[prev]; !dup {
+				checked[prev] = len(tx.items)
+				tx.at[len(tx.items)] = claimPos{gi, -1}
+				tx.items = append(tx.items, e.predecessorCheck(r.p, prev))
+			}
+		}
+		for mi, c := range g {
+			tx.at[len(tx.items)] = claimPos{gi, mi}
+			// Run now takes an admitted action whatever its due time.
+			tx.items = append(tx.items, e.claimUpdate(c, r.cp.Owner, r.now, r.lx, r.cp.OnlyID != "", claimFences(c, mi)))
+		}
+	}
+	return tx
+}
+
+// claimedRun is a claimed group as its actions now are.
+func claimedRun(r *claimRun, g []candidate) []Action {
+	run := make([]Action, len(g))
+	for i, c := range g {
+		a := c.a
+		a.State, a.Epoch, a.Attempt, a.LeaseExpiresAt, a.Owner = StateEXECUTING, a.Epoch+1, a.Attempt+1, r.lx, r.cp.Owner
+		markClaimFence(&a, c, i, r.now)
+		run[i] = a
+	}
+	return run
+}
+
+// dropRefused drops from groups the candidates a cancelled claim
+// transaction refused, with everything behind them in their lane, and
+// counts them as conflicts. Groups come back unchanged when the
+// cancellation names no culprit (conflicts only: try again).
+func dropRefused(groups [][]candidate, at map[int]claimPos, reasons []string, res *ClaimResult) [][]candidate {
+	cut := map[int]int{} // group -> first member to drop (-1: whole group)
+	for i, code := range reasons {
+		if code == "" || code == "None" || i == 0 {
+			continue
+		}
+		ps, ok := at[i]
+		if !ok {
+			continue
+		}
+		res.Conflicts++
+		if old, seen := cut[ps.g]; !seen || ps.m < old {
+			cut[ps.g] = ps.m
+		}
+	}
+	if len(cut) == 0 {
+		return groups
+	}
+	kept := groups[:0]
+	for gi, g := range groups {
+		m, dropped := cut[gi]
+		switch {
+		case !dropped:
+			kept = append(kept, g)
+		case m > 0:
+			kept = append(kept, g[:m])
+		}
+	}
+	return kept
+}
+
+// claimForgetSettled writes the fence's lone in-flight update when a
+// caller of the exported Claim claimed nothing: the entries it read settled
+// or renewed still go, so that a map left big (a custom driver's) shrinks
+// claim by claim even while the partition has nothing to take. A held
+// fence's release removes them.
+func (e *Engine) claimForgetSettled(ctx context.Context, r *claimRun, fenceWritten bool) error {
+	if fenceWritten || r.cp.hold != nil || !r.h.pending(r.renew) {
+		return nil
+	}
+	return e.inflightWrite(ctx, r.h, r.renew)
 }
 
 // claimReadBack settles an ambiguous claim: the transaction was retried with

@@ -434,23 +434,13 @@ func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.
 	for _, s := range seqs {
 		keys = append(keys, actionKey(h.p, s))
 	}
-	for round := 0; len(keys) > 0 && round < maxInflightRounds; round++ {
-		n := min(len(keys), 100)
-		out, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
-			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("error reading in-flight rows of partition %d: %w", h.p, err)
+	keys, err := e.readRows(ctx, rowsRead{keys: keys, maxRounds: maxInflightRounds}, func(seq int64, it map[string]types.AttributeValue) {
+		if a, ok := decodeAction(it); ok {
+			rows[a.Seq] = it
 		}
-		for _, it := range out.Responses[e.cfg.Table] {
-			if a, ok := decodeAction(it); ok {
-				rows[a.Seq] = it
-			}
-		}
-		keys = keys[n:]
-		if un, ok := out.UnprocessedKeys[e.cfg.Table]; ok && len(un.Keys) > 0 {
-			keys = append(keys, un.Keys...)
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading in-flight rows of partition %d: %w", h.p, err)
 	}
 	// Keys still unprocessed (throttling) are not judged: a missing row
 	// would read as gone. A later claim reads them again.
@@ -467,38 +457,46 @@ func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.
 		if unread[seq] {
 			continue
 		}
-		it := rows[seq]
-		if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)) != StateEXECUTING || has(it, attrDuePK) {
-			// Gone, ended, ADMITTED (in due) or back in due. Not marked
-			// fetched: as a lane predecessor it is read again by prefetch,
-			// which also walks past one that ended out of order.
-			h.settle(seq)
-			continue
+		if c, ok := e.inflightRow(h, seq, rows[seq], now, fetched, live, renew); ok {
+			// A candidate not taken by this claim (limit, blocked lane,
+			// refused) is read again by the next one.
+			out = append(out, c)
 		}
-		fetched[seq], live[seq] = true, true
-		a, _ := decodeAction(it)
-		a.Payload = nil
-		if a.LeaseExpiresAt.After(now) {
-			renew[seq] = a.LeaseExpiresAt
-			continue
-		}
-		ad, ok := e.reg.Decodes(a.Kind, a.Variant)
-		if !ok {
-			h.leave(seq) // rolling upgrade: not ours to touch
-			continue
-		}
-		c := candidate{a: a, class: ad.Spec().Class, due: a.LeaseExpiresAt}
-		wrote := !a.WriteStartedAt.IsZero()
-		expired := !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now)
-		if !claimable(c, now) || (c.class == AtMostOnce && wrote) || (!wrote && expired) {
-			h.leave(seq) // the reaper ends it
-			continue
-		}
-		// A candidate not taken by this claim (limit, blocked lane, refused)
-		// is read again by the next one.
-		out = append(out, c)
 	}
 	return out, nil
+}
+
+// inflightRow sorts out one expired in-flight entry by its row (nil: gone),
+// as inflightCandidates says; ok when it is a reclaim candidate.
+func (e *Engine) inflightRow(h *fenceHold, seq int64, it map[string]types.AttributeValue, now time.Time,
+	fetched, live map[int64]bool, renew map[int64]time.Time) (candidate, bool) {
+	if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)) != StateEXECUTING || has(it, attrDuePK) {
+		// Gone, ended, ADMITTED (in due) or back in due. Not marked
+		// fetched: as a lane predecessor it is read again by prefetch,
+		// which also walks past one that ended out of order.
+		h.settle(seq)
+		return candidate{}, false
+	}
+	fetched[seq], live[seq] = true, true
+	a, _ := decodeAction(it)
+	a.Payload = nil
+	if a.LeaseExpiresAt.After(now) {
+		renew[seq] = a.LeaseExpiresAt
+		return candidate{}, false
+	}
+	ad, ok := e.reg.Decodes(a.Kind, a.Variant)
+	if !ok {
+		h.leave(seq) // rolling upgrade: not ours to touch
+		return candidate{}, false
+	}
+	c := candidate{a: a, class: ad.Spec().Class, due: a.LeaseExpiresAt}
+	wrote := !a.WriteStartedAt.IsZero()
+	expired := !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now)
+	if !claimable(c, now) || (c.class == AtMostOnce && wrote) || (!wrote && expired) {
+		h.leave(seq) // the reaper ends it
+		return candidate{}, false
+	}
+	return c, true
 }
 
 // mergeCandidates orders the due index's candidates and the fence map's

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -46,27 +44,13 @@ func (e *Engine) ancestorsLive(ctx context.Context, p int, next map[int64]int64)
 			}
 		}
 		got := map[int64]map[string]types.AttributeValue{}
-		for len(keys) > 0 {
-			n := min(len(keys), 100)
-			out, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
-				RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {
-					Keys: keys[:n], ConsistentRead: aws.Bool(true),
-					ProjectionExpression:     aws.String("sk, #st, #ttl, #prev"),
-					ExpressionAttributeNames: map[string]string{"#st": attrState, "#ttl": attrTTL, "#prev": attrPrev},
-				}},
-			})
-			if err != nil {
-				return nil, fmt.Errorf("error reading earlier lane members of partition %d: %w", p, err)
-			}
-			for _, it := range out.Responses[e.cfg.Table] {
-				var seq int64
-				fmt.Sscanf(getS(it, attrSK), "A#%d", &seq)
-				got[seq] = it
-			}
-			keys = keys[n:]
-			if un, ok := out.UnprocessedKeys[e.cfg.Table]; ok && len(un.Keys) > 0 {
-				keys = append(keys, un.Keys...)
-			}
+		_, err := e.readRows(ctx, rowsRead{
+			keys:       keys,
+			projection: "sk, #st, #ttl, #prev",
+			names:      map[string]string{"#st": attrState, "#ttl": attrTTL, "#prev": attrPrev},
+		}, func(seq int64, it map[string]types.AttributeValue) { got[seq] = it })
+		if err != nil {
+			return nil, fmt.Errorf("error reading earlier lane members of partition %d: %w", p, err)
 		}
 		nn := map[int64]int64{}
 		for _, f := range froms {
