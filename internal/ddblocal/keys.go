@@ -43,6 +43,44 @@ const (
 	keyBadNumber
 )
 
+// DynamoDB's key size limits ("Service, account, and table quotas"): a
+// partition key value of at most 2048 bytes, a sort key value of at most
+// 1024, in tables and indexes alike.
+const (
+	maxHashKeyBytes  = 2048
+	maxRangeKeyBytes = 1024
+)
+
+// Messages DynamoDB answers for an oversized key (its own wording, "of2048"
+// included).
+const (
+	msgHashKeyTooLarge  = "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes"
+	msgRangeKeyTooLarge = "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes"
+)
+
+// keyTooLarge reports whether a key value of ka is over its size limit;
+// rng tells a sort key from a partition key.
+func keyTooLarge(v types.AttributeValue, rng bool) bool {
+	limit := maxHashKeyBytes
+	if rng {
+		limit = maxRangeKeyBytes
+	}
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value) > limit
+	case *types.AttributeValueMemberB:
+		return len(v.Value) > limit
+	}
+	return false // a number key is at most 21 bytes
+}
+
+func keyTooLargeError(rng bool) error {
+	if rng {
+		return validationError(msgRangeKeyTooLarge)
+	}
+	return validationError(msgHashKeyTooLarge)
+}
+
 // appendKeyValue appends the order-preserving encoding of v as a key of
 // attribute ka.
 func appendKeyValue(dst []byte, ka keyAttr, v types.AttributeValue) ([]byte, keyProblem) {
@@ -94,6 +132,9 @@ func (s *tableSchema) itemKey(item Item) ([]byte, error) {
 		case keyBadNumber:
 			return nil, validationError("The parameter cannot be converted to a numeric value: %s", v.(*types.AttributeValueMemberN).Value)
 		}
+		if keyTooLarge(v, ka == s.keys.rng) {
+			return nil, keyTooLargeError(ka == s.keys.rng)
+		}
 	}
 	return buf, nil
 }
@@ -131,6 +172,9 @@ func (s *tableSchema) keyOf(key Item) ([]byte, error) {
 		case keyBadNumber:
 			return nil, validationError("The parameter cannot be converted to a numeric value: %s", v.(*types.AttributeValueMemberN).Value)
 		}
+		if keyTooLarge(v, ka == s.keys.rng) {
+			return nil, keyTooLargeError(ka == s.keys.rng)
+		}
 	}
 	return buf, nil
 }
@@ -154,8 +198,11 @@ func (s *tableSchema) indexKey(ix *indexSchema, item Item, baseKey []byte) ([]by
 			continue
 		}
 		var p keyProblem
-		buf, p = appendKeyValue(buf, ka, item[ka.name])
-		if p != keyOK {
+		v := item[ka.name]
+		buf, p = appendKeyValue(buf, ka, v)
+		// An oversized key value keeps the item out of the index (only a
+		// backfill meets one: writes refuse them).
+		if p != keyOK || keyTooLarge(v, ka == ix.keys.rng) {
 			return nil, false
 		}
 	}
@@ -183,6 +230,9 @@ func (s *tableSchema) checkIndexKeys(item Item) error {
 				return validationError("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", emptyKind(ka), ix.name, ka.name)
 			case keyBadNumber:
 				return validationError("The parameter cannot be converted to a numeric value: %s", v.(*types.AttributeValueMemberN).Value)
+			}
+			if keyTooLarge(v, ka == ix.keys.rng) {
+				return keyTooLargeError(ka == ix.keys.rng)
 			}
 		}
 	}

@@ -150,6 +150,9 @@ func buildSchema(in *dynamodb.CreateTableInput, now time.Time, region, account s
 	if err := validateTableName(name, "tableName"); err != nil {
 		return nil, err
 	}
+	if err := checkKeyNameLengths(in); err != nil {
+		return nil, err
+	}
 	defs := map[string]types.ScalarAttributeType{}
 	for _, d := range in.AttributeDefinitions {
 		an := aws.ToString(d.AttributeName)
@@ -299,6 +302,47 @@ func buildSchema(in *dynamodb.CreateTableInput, now time.Time, region, account s
 		return nil, validationError("One or more parameter values were invalid: Some AttributeDefinitions are not used. AttributeDefinitions: [%s], keys used: [%s]", strings.Join(sortedKeys(defs), ", "), strings.Join(sortedKeys(used), ", "))
 	}
 	return s, nil
+}
+
+// maxKeyNameLength is the longest key attribute name (the API's
+// KeySchemaAttributeName), for table and index keys and every attribute
+// definition.
+const maxKeyNameLength = 255
+
+// checkKeyNameLengths refuses key attribute names over 255 characters, the
+// way the API's shape validation does, before anything else is checked.
+func checkKeyNameLengths(in *dynamodb.CreateTableInput) error {
+	long := func(name, field string) error {
+		if len(name) > maxKeyNameLength {
+			return validationError("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to %d", name, field, maxKeyNameLength)
+		}
+		return nil
+	}
+	for i, d := range in.AttributeDefinitions {
+		if err := long(aws.ToString(d.AttributeName), fmt.Sprintf("attributeDefinitions.%d.member.attributeName", i+1)); err != nil {
+			return err
+		}
+	}
+	for i, e := range in.KeySchema {
+		if err := long(aws.ToString(e.AttributeName), fmt.Sprintf("keySchema.%d.member.attributeName", i+1)); err != nil {
+			return err
+		}
+	}
+	for gi, g := range in.GlobalSecondaryIndexes {
+		for i, e := range g.KeySchema {
+			if err := long(aws.ToString(e.AttributeName), fmt.Sprintf("globalSecondaryIndexes.%d.member.keySchema.%d.member.attributeName", gi+1, i+1)); err != nil {
+				return err
+			}
+		}
+	}
+	for li, l := range in.LocalSecondaryIndexes {
+		for i, e := range l.KeySchema {
+			if err := long(aws.ToString(e.AttributeName), fmt.Sprintf("localSecondaryIndexes.%d.member.keySchema.%d.member.attributeName", li+1, i+1)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func keyNames(elems []types.KeySchemaElement) []string {

@@ -36,6 +36,13 @@ func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableO
 	if len(in.GlobalSecondaryIndexUpdates) > 1 {
 		return nil, validationError("Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table")
 	}
+	for _, u := range in.GlobalSecondaryIndexUpdates {
+		if u.Create == nil && u.Update == nil && u.Delete == nil {
+			// DynamoDB's exact wording is not documented; it names the
+			// member, as this does.
+			return nil, validationError("One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or GlobalSecondaryIndexUpdate.Delete must be specified")
+		}
+	}
 	changed := false
 	if err := checkThroughput(in.ProvisionedThroughput, "provisionedThroughput"); err != nil {
 		return nil, err
@@ -114,6 +121,16 @@ func (db *DB) createIndex(t *table, act *types.CreateGlobalSecondaryIndexAction,
 	name := aws.ToString(act.IndexName)
 	if s.index(name) != nil {
 		return validationError("One or more parameter values were invalid: Index with name %s already exists", name)
+	}
+	for i, e := range act.KeySchema {
+		if n := aws.ToString(e.AttributeName); len(n) > maxKeyNameLength {
+			return validationError("1 validation error detected: Value '%s' at 'globalSecondaryIndexUpdates.1.member.create.keySchema.%d.member.attributeName' failed to satisfy constraint: Member must have length less than or equal to %d", n, i+1, maxKeyNameLength)
+		}
+	}
+	for i, d := range defs {
+		if n := aws.ToString(d.AttributeName); len(n) > maxKeyNameLength {
+			return validationError("1 validation error detected: Value '%s' at 'attributeDefinitions.%d.member.attributeName' failed to satisfy constraint: Member must have length less than or equal to %d", n, i+1, maxKeyNameLength)
+		}
 	}
 	known := map[string]types.AttributeDefinition{}
 	for _, d := range s.attrDefs {
