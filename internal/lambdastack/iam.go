@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/ferryhq/ferry/internal/iamaction"
 )
 
 // Authorization is one IAM check a request needs: an action on a resource,
@@ -235,7 +237,18 @@ func conditionHolds(op string, got, want []string) bool {
 	return false
 }
 
-// DefaultRequestMapper maps requests for the role gate. It is nil until
-// the project's mapping of DynamoDB requests to IAM actions and resources
-// is wired in; a nil mapper lets every request through.
-var DefaultRequestMapper RequestMapper
+// MapRequests is the role gate's mapping in the local account and region:
+// iamaction's, each permission's resource as its ARN.
+func MapRequests(local Local) RequestMapper {
+	return func(operation string, body []byte) ([]Authorization, error) {
+		perms, err := iamaction.ForRequest(operation, body)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Authorization, len(perms))
+		for i, p := range perms {
+			out[i] = Authorization{Action: p.Action, Resource: p.Resource.ARN("aws", local.Region, local.Account)}
+		}
+		return out, nil
+	}
+}

@@ -1,7 +1,6 @@
 package lambdastack
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,14 +68,7 @@ func TestRoleGate(t *testing.T) {
 			forwarded++
 			_, _ = io.WriteString(w, "{}")
 		}),
-		// A stand-in mapping: the operation on the table named in the body.
-		Map: func(op string, body []byte) ([]Authorization, error) {
-			var in struct{ TableName string }
-			if err := json.Unmarshal(body, &in); err != nil {
-				return nil, err
-			}
-			return []Authorization{{Action: "dynamodb:" + op, Resource: "arn:aws:dynamodb:us-east-1:000000000000:table/" + in.TableName}}, nil
-		},
+		Map:   MapRequests(DefaultLocal),
 		Local: DefaultLocal, Logs: &Logs{},
 	}
 	gate.Register(tmpl.Function("retention"))
@@ -103,4 +95,18 @@ func TestRoleGate(t *testing.T) {
 	require.Equal(t, 200, status, "requests of other callers are not checked")
 	require.Equal(t, 2, forwarded)
 	require.Len(t, gate.Denials(), 1)
+
+	// A transaction is authorized item by item: the retention role may
+	// delete but not condition-check.
+	req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(
+		`{"TransactItems":[{"Delete":{"TableName":"ferry"}},{"ConditionCheck":{"TableName":"ferry"}}]}`))
+	require.NoError(t, err)
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.TransactWriteItems")
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+AccessKeyID("retention")+"/20261201/us-east-1/dynamodb/aws4_request")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	require.Equal(t, 400, resp.StatusCode)
+	require.Contains(t, string(raw), "is not authorized to perform: dynamodb:ConditionCheckItem on resource: arn:aws:dynamodb:us-east-1:000000000000:table/ferry")
 }

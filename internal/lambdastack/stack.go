@@ -190,7 +190,7 @@ func (s *Stack) serveDynamoDB(ctx context.Context, tmpl *Template) error {
 		}
 	}
 	s.Template = tmpl
-	s.gate = &RoleGate{Next: ddbhttp.NewHandler(s.db), Map: DefaultRequestMapper, Local: local, Logs: s.logs}
+	s.gate = &RoleGate{Next: ddbhttp.NewHandler(s.db), Map: MapRequests(local), Local: local, Logs: s.logs}
 	for _, f := range tmpl.Functions {
 		s.gate.Register(f)
 	}
