@@ -2,6 +2,7 @@ package lambdastack
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -248,7 +249,26 @@ func MapRequests(local Local) RequestMapper {
 		out := make([]Authorization, len(perms))
 		for i, p := range perms {
 			out[i] = Authorization{Action: p.Action, Resource: p.Resource.ARN("aws", local.Region, local.Account)}
+			if operation == "GetRecords" {
+				out[i].Resource = iteratorStream(body, out[i].Resource)
+			}
 		}
 		return out, nil
 	}
+}
+
+// iteratorStream is the stream a GetRecords request reads: a shard
+// iterator starts with its stream's ARN ("arn:…/stream/<label>|…"), on AWS
+// as in the embedded DynamoDB, and IAM checks the request against that
+// stream. Without one, def.
+func iteratorStream(body []byte, def string) string {
+	var in struct{ ShardIterator string }
+	if json.Unmarshal(body, &in) != nil {
+		return def
+	}
+	arn, _, ok := strings.Cut(in.ShardIterator, "|")
+	if !ok || !strings.HasPrefix(arn, "arn:") || !strings.Contains(arn, "/stream/") {
+		return def
+	}
+	return arn
 }

@@ -110,3 +110,13 @@ func TestRoleGate(t *testing.T) {
 	require.Equal(t, 400, resp.StatusCode)
 	require.Contains(t, string(raw), "is not authorized to perform: dynamodb:ConditionCheckItem on resource: arn:aws:dynamodb:us-east-1:000000000000:table/ferry")
 }
+
+func TestMapRequestsGetRecordsNamesTheIteratorsStream(t *testing.T) {
+	t.Parallel()
+	stream := "arn:aws:dynamodb:us-east-1:000000000000:table/ferry/stream/2026-12-01T00:00:00.000"
+	got, err := MapRequests(DefaultLocal)("GetRecords", []byte(`{"ShardIterator":"`+stream+`|1|AAAA"}`))
+	require.NoError(t, err)
+	require.Equal(t, []Authorization{{Action: "dynamodb:GetRecords", Resource: stream}}, got)
+	ok, _ := Evaluate(readTestTemplate(t).Function("drainer").Role.Statements, got[0])
+	require.True(t, ok)
+}
