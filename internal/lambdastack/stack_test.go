@@ -218,7 +218,8 @@ func TestLocalStackDeployedWiring(t *testing.T) {
 // TestLocalStackChangedStreamFilter: in a copy of the template whose
 // stream filter only lets emails through, a webhook's records are read and
 // filtered out (the drainer is not invoked; nothing is delivered) while an
-// email's wake the drainer.
+// email's wake the drainer. The copy also takes dynamodb:Scan from the
+// enqueue role: listing without a lane then fails with AWS's refusal.
 func TestLocalStackChangedStreamFilter(t *testing.T) {
 	raw, err := os.ReadFile(testTemplate)
 	require.NoError(t, err)
@@ -236,6 +237,30 @@ func TestLocalStackChangedStreamFilter(t *testing.T) {
 		changed++
 	}
 	require.Equal(t, 1, changed)
+	scans := 0
+	for id, r := range doc["Resources"].(map[string]any) {
+		res := r.(map[string]any)
+		if res["Type"] != "AWS::IAM::Policy" || !strings.HasPrefix(id, "EnqueueRole") {
+			continue
+		}
+		for _, st := range res["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			stm := st.(map[string]any)
+			acts, ok := stm["Action"].([]any)
+			if !ok {
+				continue
+			}
+			kept := []any{}
+			for _, a := range acts {
+				if a == "dynamodb:Scan" {
+					scans++
+					continue
+				}
+				kept = append(kept, a)
+			}
+			stm["Action"] = kept
+		}
+	}
+	require.Equal(t, 1, scans, "the enqueue role grants Scan once")
 	out, err := json.Marshal(doc)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "Ferry.template.json")
@@ -257,6 +282,14 @@ func TestLocalStackChangedStreamFilter(t *testing.T) {
 	require.Eventually(t, func() bool { return emails(t, b.mail) == 1 }, 30*time.Second, 50*time.Millisecond, "the email's record wakes the drainer")
 	require.Equal(t, "DONE", b.state(t, mail))
 	require.GreaterOrEqual(t, p[0].Stats().Batches, 1)
+
+	status, _ := b.api(t, http.MethodGet, "/v1/actions?workspace_id=default", "")
+	require.Equal(t, http.StatusInternalServerError, status, "a list without a lane scans, which the role no longer allows")
+	denied := b.stack.Gate().Denials()
+	require.NotEmpty(t, denied)
+	require.Equal(t, "enqueue", denied[0].Function)
+	require.Equal(t, "dynamodb:Scan", denied[0].Action)
+	require.Contains(t, denied[0].Message, "is not authorized to perform: dynamodb:Scan on resource: arn:aws:dynamodb:us-east-1:000000000000:table/ferry because no identity-based policy allows the dynamodb:Scan action")
 }
 
 // syncBuffer collects ferry local's output.
