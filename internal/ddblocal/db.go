@@ -16,7 +16,7 @@ type DB struct {
 	// mu guards tables and everything in them. Reads share it; every write
 	// (including a transaction over several tables) holds it alone, which
 	// makes each call atomic and serializable.
-	mu     sync.RWMutex
+	mu     engineLock
 	tables map[string]*table
 	// scratch is an encoding buffer reused by writes (under mu).
 	scratch []byte
@@ -47,6 +47,13 @@ type DB struct {
 
 	statsMu sync.Mutex
 	stats   map[string]*CapacityStats
+
+	// persistence (Open)
+	persistent bool
+	snapEvery  int64
+	snapSet    bool
+	recovery   Recovery
+	unlockDir  func()
 }
 
 // Option configures a DB.
@@ -136,12 +143,13 @@ type call struct {
 	op    string
 	table string
 	fault Fault
+	db    *DB
 }
 
 // begin starts a call: it checks the context, runs a due TTL sweep, asks
 // the fault plan and applies the faults that act before the call.
 func (db *DB) begin(ctx context.Context, op, tableName string) (*call, error) {
-	c := &call{op: op, table: tableName}
+	c := &call{op: op, table: tableName, db: db}
 	if err := ctx.Err(); err != nil {
 		return nil, opError(op, err)
 	}
@@ -193,6 +201,9 @@ func (c *call) injectedErr() error {
 // finish ends a call: an error passes through wrapped; a success becomes the
 // injected error when the plan chose to fail after the commit.
 func finish[T any](c *call, out *T, err error) (*T, error) {
+	if derr := c.db.durable(); derr != nil {
+		return nil, opError(c.op, derr)
+	}
 	if err != nil {
 		return nil, opError(c.op, err)
 	}

@@ -123,6 +123,9 @@ type table struct {
 	stream  *stream
 	streams []*stream
 	tags    map[string]string
+	// history is the table's administration calls, for snapshots of a
+	// persistent engine.
+	history []metaOp
 }
 
 func newTable(s *tableSchema) *table {
@@ -168,6 +171,9 @@ func (t *table) commit(db *DB, key []byte, old *entry, newItem Item, newSize int
 		t.trackExpiry(key, oldItem, newItem)
 	}
 	t.record(db, old, ne, now, byTTL)
+	if w := db.mu.wal; w != nil {
+		w.addCommit(t.schema.name, key, ne, now, byTTL)
+	}
 	return out
 }
 

@@ -270,6 +270,9 @@ func (db *DB) ListStreams(ctx context.Context, in *dynamodbstreams.ListStreamsIn
 		return nil, err
 	}
 	out, err := db.listStreams(in)
+	if derr := db.durable(); derr != nil {
+		err = derr
+	}
 	if err != nil {
 		return nil, streamsOpError(op, err)
 	}
@@ -320,6 +323,9 @@ func (db *DB) DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeSt
 		return nil, err
 	}
 	out, err := db.describeStream(in)
+	if derr := db.durable(); derr != nil {
+		err = derr
+	}
 	if err != nil {
 		return nil, streamsOpError(op, err)
 	}
@@ -453,6 +459,9 @@ func (db *DB) GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShard
 		return nil, err
 	}
 	out, err := db.getShardIterator(in)
+	if derr := db.durable(); derr != nil {
+		err = derr
+	}
 	if err != nil {
 		return nil, streamsOpError(op, err)
 	}
@@ -534,6 +543,9 @@ func (db *DB) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInpu
 		return nil, err
 	}
 	out, err := db.getRecords(in)
+	if derr := db.durable(); derr != nil {
+		err = derr
+	}
 	if err != nil {
 		return nil, streamsOpError(op, err)
 	}

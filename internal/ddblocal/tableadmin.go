@@ -28,6 +28,7 @@ func (db *DB) UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, _ 
 func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableOutput, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	defer db.logMeta("UpdateTable", aws.ToString(in.TableName), in)
 	t, err := db.table(aws.ToString(in.TableName))
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ func (db *DB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, _ 
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	defer db.logMeta("CreateTable", s.name, in)
 	if _, exists := db.tables[s.name]; exists {
 		return finish[dynamodb.CreateTableOutput](c, nil, inUseError("Table already exists: "+s.name))
 	}
@@ -63,6 +64,7 @@ func (db *DB) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, _ 
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	defer db.logMeta("DeleteTable", name, in)
 	t, ok := db.tables[name]
 	if !ok {
 		if err := validateTableName(name, "tableName"); err != nil {

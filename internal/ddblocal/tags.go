@@ -139,6 +139,7 @@ func (db *DB) tagResource(in *dynamodb.TagResourceInput) error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	defer db.logMeta("TagResource", tableNameOfARN(aws.ToString(in.ResourceArn)), in)
 	t, err := db.tableByARN(aws.ToString(in.ResourceArn))
 	if err != nil {
 		return err
@@ -187,6 +188,7 @@ func (db *DB) untagResource(in *dynamodb.UntagResourceInput) error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	defer db.logMeta("UntagResource", tableNameOfARN(aws.ToString(in.ResourceArn)), in)
 	t, err := db.tableByARN(aws.ToString(in.ResourceArn))
 	if err != nil {
 		return err

@@ -285,6 +285,7 @@ func (db *DB) transactWrite(c *call, in *dynamodb.TransactWriteItemsInput) (*dyn
 		rec := tokenRecord{token: token, digest: digest, at: now}
 		db.tokens[token] = rec
 		db.tokenOrder = append(db.tokenOrder, rec)
+		db.logToken(rec)
 	}
 	return out, nil
 }

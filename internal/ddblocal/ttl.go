@@ -75,8 +75,10 @@ func (t *table) disableTTL() {
 // items it deleted.
 func (db *DB) SweepTTL() int {
 	db.mu.Lock()
-	defer db.mu.Unlock()
-	return db.sweepLocked(db.clock.Now())
+	n := db.sweepLocked(db.clock.Now())
+	db.mu.Unlock()
+	_ = db.durable() // a failed log fails the next call
+	return n
 }
 
 func (db *DB) sweepLocked(now time.Time) int {
@@ -133,6 +135,7 @@ func (db *DB) updateTimeToLive(in *dynamodb.UpdateTimeToLiveInput) (*dynamodb.Up
 	enable := aws.ToBool(spec.Enabled)
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	defer db.logMeta("UpdateTimeToLive", aws.ToString(in.TableName), in)
 	t, err := db.table(aws.ToString(in.TableName))
 	if err != nil {
 		return nil, err
