@@ -86,6 +86,7 @@ finish or release what runs, and exit 0.`,
 	f.DurationVar(&cfg.RetryBase, "retry-base", devstack.DefaultRetryBase, "first retry backoff (exponential, jittered, capped)")
 	f.DurationVar(&cfg.Poll, "poll", devstack.DefaultPoll, "drainer poll interval when no wake-up comes")
 	f.StringVar(&cfg.DynamoDBEndpoint, "dynamodb-endpoint", "", "use this DynamoDB instead of the embedded one (default embedded)")
+	f.StringVar(&cfg.DataDir, "data-dir", "", "keep the embedded DynamoDB's data in this directory, so a restart keeps everything (default: in memory)")
 	f.StringVar(&cfg.Table, "table", devstack.DefaultTable, "the table to use; created with its indexes if missing")
 	f.StringVar(&cfg.MailDir, "mail-dir", devstack.DefaultMailDir, "local mail sink: each email an .eml file")
 	f.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks reach loopback/private addresses (for local receivers)")
@@ -96,32 +97,60 @@ finish or release what runs, and exit 0.`,
 }
 
 func newDynamoDBCommand() *cobra.Command {
-	var addr, logLevel string
+	var addr, logLevel, dataDir string
 	cmd := &cobra.Command{
 		Use:   "dynamodb",
 		Short: "Serve the embedded DynamoDB as a DynamoDB-compatible HTTP endpoint",
-		Long: `Serves the embedded, in-memory DynamoDB over HTTP with DynamoDB's JSON
-protocol, so the AWS SDKs, the AWS CLI and SAM can use it:
+		Long: `Serves the embedded DynamoDB over HTTP with DynamoDB's JSON protocol, the
+DynamoDB Streams API at the same address, so the AWS SDKs, the AWS CLI and
+SAM can use it:
 
-  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000`,
+  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000
+  AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:8000
+
+In memory unless --data-dir names a directory: then tables, items, indexes,
+TTL settings, tags and stream records are kept there, every write fsynced
+before it is answered (see docs/dynamodb.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)
 			if err != nil {
 				return err
 			}
+			// Items whose TTL passed are deleted at most a minute late.
+			opts := []ddblocal.Option{ddblocal.WithTTLSweepEvery(time.Minute)}
+			db := ddblocal.New(opts...)
+			if dataDir != "" {
+				if db, err = ddblocal.Open(dataDir, opts...); err != nil {
+					return fmt.Errorf("--data-dir: %w", err)
+				}
+				defer func() {
+					if cerr := db.Close(); cerr != nil {
+						log.Error("closing the data directory failed", "data_dir", dataDir, "error", cerr)
+					}
+				}()
+				log.Info("data directory loaded", "data_dir", dataDir, "recovery", db.Recovery().String())
+				if tt := db.Recovery().TornTail; tt != nil {
+					log.Warn("the log ended with a write cut short by a crash; it was never acknowledged and was dropped",
+						"file", tt.File, "offset", tt.Offset, "bytes", tt.Bytes)
+				}
+			}
 			var lc net.ListenConfig
 			ln, err := lc.Listen(cmd.Context(), "tcp", addr)
 			if err != nil {
 				return fmt.Errorf("error listening on --addr %s: %w", addr, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Embedded DynamoDB on http://%s\n  export AWS_ENDPOINT_URL_DYNAMODB=http://%s\n", ln.Addr(), ln.Addr())
-			// Items whose TTL passed are deleted at most a minute late.
-			return ddbhttp.Serve(cmd.Context(), ln, ddblocal.New(ddblocal.WithTTLSweepEvery(time.Minute)), log)
+			where := "in memory"
+			if dataDir != "" {
+				where = "data in " + dataDir
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Embedded DynamoDB on http://%s (%s)\n  export AWS_ENDPOINT_URL_DYNAMODB=http://%s\n", ln.Addr(), where, ln.Addr())
+			return ddbhttp.Serve(cmd.Context(), ln, db, log)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "listen address")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "keep the data in this directory (default: in memory)")
 	return cmd
 }
 

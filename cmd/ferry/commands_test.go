@@ -15,7 +15,7 @@ func TestFlags(t *testing.T) {
 		require.NoError(t, err)
 		flags := map[string]string{}
 		for _, name := range []string{"addr", "token", "partitions", "lease", "write-margin", "retry-base", "poll",
-			"dynamodb-endpoint", "table", "mail-dir", "allow-private-webhooks", "webhook-secret", "ses"} {
+			"dynamodb-endpoint", "table", "mail-dir", "allow-private-webhooks", "webhook-secret", "ses", "data-dir"} {
 			if f := cmd.Flags().Lookup(name); f != nil {
 				flags[name] = f.DefValue
 			}
@@ -26,9 +26,9 @@ func TestFlags(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"addr": "127.0.0.1:8080", "token": "[]", "partitions": "4", "lease": "5m0s", "write-margin": "1m0s",
 		"retry-base": "1s", "poll": "250ms", "dynamodb-endpoint": "", "table": "ferry", "mail-dir": "./.ferry/mail",
-		"allow-private-webhooks": "false", "webhook-secret": "", "ses": "false",
+		"allow-private-webhooks": "false", "webhook-secret": "", "ses": "false", "data-dir": "",
 	}, find("dev"))
-	require.Equal(t, map[string]string{"addr": "127.0.0.1:8000"}, find("dynamodb"))
+	require.Equal(t, map[string]string{"addr": "127.0.0.1:8000", "data-dir": ""}, find("dynamodb"))
 	require.Equal(t, map[string]string{"dynamodb-endpoint": "", "table": "ferry"}, find("table", "create"))
 }
 

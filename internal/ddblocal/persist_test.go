@@ -53,11 +53,11 @@ func persistTables(t *testing.T, db *ddblocal.DB) {
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("ttl"), Enabled: aws.Bool(true)}})
 	require.NoError(t, err)
 	_, err = db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String("plain"),
-		BillingMode:          types.BillingModeProvisioned,
+		TableName:             aws.String("plain"),
+		BillingMode:           types.BillingModeProvisioned,
 		ProvisionedThroughput: &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(5), WriteCapacityUnits: aws.Int64(5)},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeN}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions:  []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeN}},
+		KeySchema:             []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
 	})
 	require.NoError(t, err)
 }

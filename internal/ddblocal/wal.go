@@ -67,7 +67,7 @@ type wal struct {
 	err     error // sticky: after a failed write or fsync nothing is answered
 
 	// snapshots
-	snapEvery  int64 // start a snapshot when a segment grows past this
+	snapEvery  int64         // start a snapshot when a segment grows past this
 	snapDone   chan struct{} // under mu; closed when the snapshot in flight ends
 	snapping   atomic.Bool   // a snapshot is in flight
 	snapErr    error

@@ -15,9 +15,12 @@ func (s *Stack) printBanner() {
 	for _, t := range s.cfg.Tokens {
 		fmt.Fprintf(&b, "  token          %s  (workspaces: %s)\n", t.Token, strings.Join(t.Workspaces, ", "))
 	}
-	if s.cfg.DynamoDBEndpoint == "" {
+	switch {
+	case s.cfg.DynamoDBEndpoint == "" && s.cfg.DataDir != "":
+		fmt.Fprintf(&b, "  DynamoDB       embedded, data in %s (table %q)\n", s.cfg.DataDir, s.cfg.Table)
+	case s.cfg.DynamoDBEndpoint == "":
 		fmt.Fprintf(&b, "  DynamoDB       embedded, in memory (table %q)\n", s.cfg.Table)
-	} else {
+	default:
 		fmt.Fprintf(&b, "  DynamoDB       %s (table %q)\n", s.cfg.DynamoDBEndpoint, s.cfg.Table)
 	}
 	fmt.Fprintf(&b, "  email          %s\n", s.email)

@@ -42,16 +42,19 @@ func ParseToken(s string) (Token, error) {
 // Config is what `ferry dev` runs with. Its defaults are the flags' defaults
 // (API.md).
 type Config struct {
-	Addr                 string        // API listen address; default 127.0.0.1:8080
-	Tokens               []Token       // default: token "dev" for workspace "default"
-	Partitions           int           // default 4
-	Lease                time.Duration // default 5m
-	WriteMargin          time.Duration // default 60s
-	RetryBase            time.Duration // default 1s
-	Poll                 time.Duration // drainer poll interval; default 250ms
-	DynamoDBEndpoint     string        // empty: the embedded DynamoDB
-	Table                string        // default "ferry"
-	MailDir              string        // default ./.ferry/mail
+	Addr             string        // API listen address; default 127.0.0.1:8080
+	Tokens           []Token       // default: token "dev" for workspace "default"
+	Partitions       int           // default 4
+	Lease            time.Duration // default 5m
+	WriteMargin      time.Duration // default 60s
+	RetryBase        time.Duration // default 1s
+	Poll             time.Duration // drainer poll interval; default 250ms
+	DynamoDBEndpoint string        // empty: the embedded DynamoDB
+	// DataDir keeps the embedded DynamoDB's data on disk (tables, items,
+	// streams), so the stack survives a restart; empty: in memory.
+	DataDir              string
+	Table                string // default "ferry"
+	MailDir              string // default ./.ferry/mail
 	AllowPrivateWebhooks bool
 	WebhookSecret        string // whsec_…; generated when empty
 	// SESEndpoint, when set (AWS_ENDPOINT_URL_SESV2), sends email through
@@ -154,6 +157,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--poll must be positive")
 	case c.WebhookSecret != "" && !strings.HasPrefix(c.WebhookSecret, "whsec_"):
 		return fmt.Errorf("--webhook-secret must start with whsec_")
+	case c.DataDir != "" && c.DynamoDBEndpoint != "":
+		return fmt.Errorf("--data-dir is for the embedded DynamoDB; it cannot go with --dynamodb-endpoint")
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ type Stack struct {
 // Start builds the stack: DynamoDB, the table (created if missing), the
 // engine with the built-in adapters, the HTTP API, and its listener. Nothing
 // runs until Run.
-func Start(ctx context.Context, cfg Config) (*Stack, error) {
+func Start(ctx context.Context, cfg Config) (_ *Stack, retErr error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -67,7 +67,22 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.DynamoDBEndpoint == "" {
 		// TTL deletions run as DynamoDB's do (lazily, here at most a minute
 		// late), so ended actions leave the table when their TTL passes.
-		s.local = ddblocal.New(ddblocal.WithClock(cfg.Clock), ddblocal.WithTTLSweepEvery(time.Minute))
+		opts := []ddblocal.Option{ddblocal.WithClock(cfg.Clock), ddblocal.WithTTLSweepEvery(time.Minute)}
+		if cfg.DataDir == "" {
+			s.local = ddblocal.New(opts...)
+		} else {
+			local, err := ddblocal.Open(cfg.DataDir, opts...)
+			if err != nil {
+				return nil, fmt.Errorf("--data-dir: %w", err)
+			}
+			s.local = local
+			s.log.Info("embedded DynamoDB loaded", slog.String("data_dir", cfg.DataDir), slog.String("recovery", local.Recovery().String()))
+			defer func() {
+				if retErr != nil {
+					_ = local.Close() // release the directory
+				}
+			}()
+		}
 		s.db = s.local
 	} else {
 		s.db = RemoteDynamoDB(cfg.DynamoDBEndpoint)
@@ -197,6 +212,11 @@ func (s *Stack) Run(ctx context.Context) error {
 	wg.Wait()
 	if ferr := s.obs.Flush(); ferr != nil {
 		s.log.Warn("flushing metrics failed", slog.Any("error", ferr))
+	}
+	if s.cfg.DataDir != "" && s.local != nil {
+		if cerr := s.local.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("error closing the data directory: %w", cerr)
+		}
 	}
 	s.log.Info("ferry dev stopped")
 	return err

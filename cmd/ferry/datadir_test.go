@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+)
+
+// childEnv makes the test binary run `ferry` with the arguments in
+// FERRY_TEST_ARGS instead of the tests, so a test can start the command as
+// a child process (and kill it) without building it.
+const childEnv = "FERRY_TEST_CHILD_ARGS"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childEnv); args != "" {
+		root := newRootCommand()
+		root.SetArgs(strings.Fields(args))
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "ferry:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var endpointLine = regexp.MustCompile(`Embedded DynamoDB on (http://\S+)`)
+
+// startDynamoDB starts `ferry dynamodb --addr 127.0.0.1:0 --data-dir dir`
+// as a child process and returns it with its endpoint.
+func startDynamoDB(t *testing.T, dir string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=dynamodb --addr 127.0.0.1:0 --log-level warn --data-dir "+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if m := endpointLine.FindStringSubmatch(sc.Text()); m != nil {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return cmd, m[1]
+		}
+	}
+	t.Fatalf("ferry dynamodb printed no endpoint: %v", sc.Err())
+	return nil, ""
+}
+
+func client(t *testing.T, endpoint string) *dynamodb.Client {
+	t.Helper()
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("ferry", "ferry", "")))
+	require.NoError(t, err)
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+}
+
+// TestDataDirSurvivesKill9: 200 items acknowledged by `ferry dynamodb
+// --data-dir` are all there after the process is killed with SIGKILL and
+// started again on the same directory.
+func TestDataDirSurvivesKill9(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	cmd, endpoint := startDynamoDB(t, dir)
+	c := client(t, endpoint)
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("kill9"), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+		StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage},
+	})
+	require.NoError(t, err)
+	require.NoError(t, dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 10 * time.Millisecond }).
+		Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("kill9")}, time.Minute))
+	const items = 200
+	for i := range items {
+		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("kill9"), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: fmt.Sprint("item-", i)}, "n": &types.AttributeValueMemberN{Value: fmt.Sprint(i)}}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+
+	_, endpoint = startDynamoDB(t, dir)
+	c = client(t, endpoint)
+	got := map[string]bool{}
+	var start map[string]types.AttributeValue
+	for {
+		out, err := c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("kill9"), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		require.NoError(t, err)
+		for _, it := range out.Items {
+			got[it["id"].(*types.AttributeValueMemberS).Value] = true
+		}
+		if out.LastEvaluatedKey == nil {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	require.Len(t, got, items, "every acknowledged item is back")
+	d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("kill9")})
+	require.NoError(t, err)
+	require.NotNil(t, d.Table.LatestStreamArn, "the table's stream too")
+}
