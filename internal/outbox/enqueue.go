@@ -154,99 +154,130 @@ type laneID struct{ ws, lane string }
 func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, []types.TransactWriteItem, error) {
 	// Times are stored in milliseconds: answer with what a later read returns.
 	now := e.clk.Now().UTC().Truncate(time.Millisecond)
+	valid, err := e.validateBatch(ps, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	lanes := newLaneTails()
 	out := make([]*prepared, 0, len(ps))
-	tails := map[laneID]int64{}   // newest seq in this batch (or read)
-	tailOld := map[laneID]int64{} // as read
-	var laneOrder []laneID
-	// Validate the whole batch before reserving anything, so a refused batch
-	// writes nothing (not even a seq block).
-	adapters := make([]Adapter, len(ps))
-	variants := make([]string, len(ps))
+	for i := range ps {
+		pl, err := e.place(ctx, &ps[i], lanes)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, e.newPrepared(&ps[i], valid[i], pl, now))
+	}
+	laneItems, err := e.successorLinks(ctx, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, append(laneItems, lanes.puts(e)...), nil
+}
+
+// validEnqueue is what validation learned of one enqueue: its kind's
+// adapter and its payload's variant.
+type validEnqueue struct {
+	ad      Adapter
+	variant string
+}
+
+// validateBatch validates a whole batch before anything is reserved, so a
+// refused batch writes nothing (not even a seq block).
+func (e *Engine) validateBatch(ps []EnqueueParams, now time.Time) ([]validEnqueue, error) {
+	valid := make([]validEnqueue, len(ps))
 	keys := map[string]bool{}
 	for i := range ps {
 		p := &ps[i]
 		ad, variant, err := e.validateEnqueue(p, now)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		adapters[i], variants[i] = ad, variant
+		valid[i] = validEnqueue{ad, variant}
 		if p.IdempotencyKey != "" {
 			k := p.WorkspaceID + "\x00" + p.IdempotencyKey
 			if keys[k] {
-				return nil, nil, &ValidationError{Field: "idempotency_key", Message: fmt.Sprintf("key %q appears twice in one batch", p.IdempotencyKey)}
+				return nil, &ValidationError{Field: "idempotency_key", Message: fmt.Sprintf("key %q appears twice in one batch", p.IdempotencyKey)}
 			}
 			keys[k] = true
 		}
 	}
-	for i := range ps {
-		p := &ps[i]
-		ad, variant := adapters[i], variants[i]
-		var err error
-		part := 0
-		var prev int64
-		lid := laneID{p.WorkspaceID, p.LaneKey}
-		if p.LaneKey != "" {
-			part = LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
-			t, seen := tails[lid]
-			if !seen {
-				t, err = e.readTail(ctx, part, lid)
-				if err != nil {
-					return nil, nil, err
-				}
-				tailOld[lid] = t
-				laneOrder = append(laneOrder, lid)
+	return valid, nil
+}
+
+// placement is where an action goes: its partition, its seq, and its lane
+// predecessor's seq (0: none).
+type placement struct {
+	part      int
+	seq, prev int64
+}
+
+// place chooses an action's partition (its lane's, or the next of the
+// spread), reads its lane's tail the first time the batch names the lane,
+// and reserves its seq.
+func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) (placement, error) {
+	var pl placement
+	lid := laneID{p.WorkspaceID, p.LaneKey}
+	if p.LaneKey != "" {
+		pl.part = LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
+		t, seen := lanes.newest[lid]
+		if !seen {
+			var err error
+			if t, err = e.readTail(ctx, pl.part, lid); err != nil {
+				return pl, err
 			}
-			prev = t
-		} else {
-			part = int(e.spread.Add(1) % uint64(e.cfg.Partitions))
+			lanes.read(lid, t)
 		}
-		seq, err := e.reserveSeq(ctx, part, prev)
-		if err != nil {
-			return nil, nil, err
-		}
-		if p.LaneKey != "" {
-			tails[lid] = seq
-		}
-		maxAtt := p.MaxAttempts
-		if maxAtt == 0 {
-			maxAtt = e.cfg.MaxAttempts
-		}
-		a := Action{
-			ID: ActionID(part, seq), Kind: p.Kind, Variant: variant, WorkspaceID: p.WorkspaceID,
-			LaneKey: p.LaneKey, IdempotencyKey: p.IdempotencyKey, SubjectID: p.SubjectID,
-			State: StateADMITTED, MaxAttempts: maxAtt, Payload: p.Payload,
-			Partition: part, Seq: seq, PrevSeq: prev, CreatedAt: now, NextAttemptAt: now,
-		}
-		if p.Propose {
-			a.State = StatePROPOSED
-		}
-		if !p.ExpiresAt.IsZero() {
-			a.ExpiresAt = p.ExpiresAt.UTC()
-		}
-		pr := &prepared{a: a, spec: ad.Spec()}
-		pr.action = types.TransactWriteItem{Put: &types.Put{
-			TableName:           e.table(),
-			Item:                actionItem(&a),
-			ConditionExpression: aws.String("attribute_not_exists(pk)"),
-		}}
-		if p.IdempotencyKey != "" {
-			it := key(idemPK(p.WorkspaceID, p.IdempotencyKey), skIdem)
-			it[attrID] = avS(a.ID)
-			if p.SubjectID != "" {
-				it[attrSubPK] = avS(subPK(p.WorkspaceID, p.SubjectID))
-			}
-			pr.idem = &types.TransactWriteItem{Put: &types.Put{
-				TableName:                           e.table(),
-				Item:                                it,
-				ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}}
-		}
-		out = append(out, pr)
+		pl.prev = t
+	} else {
+		pl.part = int(e.spread.Add(1) % uint64(e.cfg.Partitions))
 	}
-	// Successor links (ADR 0006): each member names the next member of its
-	// lane, in this batch on its own row, and the tail read before on its
-	// row when it is live (an ended tail is never relinked again).
+	seq, err := e.reserveSeq(ctx, pl.part, pl.prev)
+	if err != nil {
+		return pl, err
+	}
+	pl.seq = seq
+	if p.LaneKey != "" {
+		lanes.newest[lid] = seq
+	}
+	return pl, nil
+}
+
+// newPrepared builds a new action and its items: the action's put and,
+// when keyed, its idempotency record's put (design.md §4.3-§4.5).
+func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now time.Time) *prepared {
+	maxAtt := p.MaxAttempts
+	if maxAtt == 0 {
+		maxAtt = e.cfg.MaxAttempts
+	}
+	a := Action{
+		ID: ActionID(pl.part, pl.seq), Kind: p.Kind, Variant: v.variant, WorkspaceID: p.WorkspaceID,
+		LaneKey: p.LaneKey, IdempotencyKey: p.IdempotencyKey, SubjectID: p.SubjectID,
+		State: StateADMITTED, MaxAttempts: maxAtt, Payload: p.Payload,
+		Partition: pl.part, Seq: pl.seq, PrevSeq: pl.prev, CreatedAt: now, NextAttemptAt: now,
+	}
+	if p.Propose {
+		a.State = StatePROPOSED
+	}
+	if !p.ExpiresAt.IsZero() {
+		a.ExpiresAt = p.ExpiresAt.UTC()
+	}
+	pr := &prepared{a: a, spec: v.ad.Spec()}
+	pr.action = types.TransactWriteItem{Put: &types.Put{
+		TableName:           e.table(),
+		Item:                actionItem(&a),
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	}}
+	if p.IdempotencyKey != "" {
+		pr.idem = e.idemRecordPut(&a)
+	}
+	return pr
+}
+
+// successorLinks sets each laned member's predecessor's `nxt` (design.md
+// §3.4): on the predecessor's own put when it is in this batch, else with a
+// link update of its row when it is live (an ended tail is never relinked
+// again).
+func (e *Engine) successorLinks(ctx context.Context, out []*prepared) ([]types.TransactWriteItem, error) {
 	bySeq := map[int64]*prepared{}
 	for _, pr := range out {
 		bySeq[pr.a.Seq] = pr
@@ -262,27 +293,57 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 		}
 		live, err := e.rowLive(ctx, pr.a.Partition, pr.a.PrevSeq)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if live {
 			laneItems = append(laneItems, e.linkSucc(pr.a.Partition, pr.a.PrevSeq, 0, pr.a.Seq))
 		}
 	}
-	for _, lid := range laneOrder {
-		part := LanePartition(lid.ws, lid.lane, e.cfg.Partitions)
-		it := key(partitionPK(part), laneSK(lid.ws, lid.lane))
-		it[attrTailSeq] = avN(tails[lid])
-		put := &types.Put{TableName: e.table(), Item: it}
-		if old := tailOld[lid]; old == 0 {
-			put.ConditionExpression = aws.String("attribute_not_exists(pk)")
-		} else {
-			put.ConditionExpression = aws.String("#s = :old")
-			put.ExpressionAttributeNames = map[string]string{"#s": attrTailSeq}
-			put.ExpressionAttributeValues = map[string]types.AttributeValue{":old": avN(old)}
-		}
-		laneItems = append(laneItems, types.TransactWriteItem{Put: put})
+	return laneItems, nil
+}
+
+// laneTails follows the tails of the lanes an enqueue batch names: each as
+// read, and its newest seq once the batch's members are placed.
+type laneTails struct {
+	newest map[laneID]int64
+	old    map[laneID]int64
+	order  []laneID
+}
+
+func newLaneTails() *laneTails {
+	return &laneTails{newest: map[laneID]int64{}, old: map[laneID]int64{}}
+}
+
+// read records a lane's tail as read (0: no tail).
+func (l *laneTails) read(lid laneID, seq int64) {
+	l.old[lid], l.newest[lid] = seq, seq
+	l.order = append(l.order, lid)
+}
+
+// puts are the tail writes of the batch, in the order the lanes were read.
+func (l *laneTails) puts(e *Engine) []types.TransactWriteItem {
+	items := make([]types.TransactWriteItem, 0, len(l.order))
+	for _, lid := range l.order {
+		items = append(items, e.laneTailPut(lid, l.newest[lid], l.old[lid]))
 	}
-	return out, laneItems, nil
+	return items
+}
+
+// laneTailPut moves a lane's tail (design.md §3.4) from old (0: no tail
+// yet) to seq.
+func (e *Engine) laneTailPut(lid laneID, seq, old int64) types.TransactWriteItem {
+	part := LanePartition(lid.ws, lid.lane, e.cfg.Partitions)
+	it := key(partitionPK(part), laneSK(lid.ws, lid.lane))
+	it[attrTailSeq] = avN(seq)
+	put := &types.Put{TableName: e.table(), Item: it}
+	if old == 0 {
+		put.ConditionExpression = aws.String("attribute_not_exists(pk)")
+	} else {
+		put.ConditionExpression = aws.String("#s = :old")
+		put.ExpressionAttributeNames = map[string]string{"#s": attrTailSeq}
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{":old": avN(old)}
+	}
+	return types.TransactWriteItem{Put: put}
 }
 
 // readTail returns the seq of a lane's newest live action, 0 when none.

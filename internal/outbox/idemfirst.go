@@ -50,6 +50,23 @@ var recordContent = []string{attrKind, attrVariant, attrPayload, attrCreated, at
 // or its enqueue abandoned.
 var errSealed = errors.New("outbox: action slot sealed")
 
+// idemRecordPut is the idempotency record of a new action written in the
+// action's own transaction (laned, batched, or in the caller's transaction:
+// design.md §3.5): its key, the action's id and subject, nothing more.
+func (e *Engine) idemRecordPut(a *Action) *types.TransactWriteItem {
+	it := key(idemPK(a.WorkspaceID, a.IdempotencyKey), skIdem)
+	it[attrID] = avS(a.ID)
+	if a.SubjectID != "" {
+		it[attrSubPK] = avS(subPK(a.WorkspaceID, a.SubjectID))
+	}
+	return &types.TransactWriteItem{Put: &types.Put{
+		TableName:                           e.table(),
+		Item:                                it,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+}
+
 // idemRecord is the written-first idempotency record of a new action.
 func idemRecord(a *Action) map[string]types.AttributeValue {
 	it := key(idemPK(a.WorkspaceID, a.IdempotencyKey), skIdem)
