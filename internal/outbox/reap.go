@@ -99,17 +99,71 @@ func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (Par
 		}
 		// A lane's head: its predecessor is not live in the index.
 		head := a.LaneKey != "" && (a.PrevSeq == 0 || !inIndex[a.PrevSeq])
-		if err := e.reapOne(ctx, a, ad.Spec().Class, now, head, res, &g); err != nil {
+		if err := e.reapOne(ctx, reapRow{a: a, class: ad.Spec().Class, head: head}, now, res, &g); err != nil {
 			return g, err
 		}
 	}
 	return g, nil
 }
 
-func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, now time.Time, head bool, res *ReapResult, g *PartitionGauges) error {
-	var to State
-	var reason StopReason
-	var c cond
+// reapRow is one row a reaper run judges: the action as the index or the
+// in-flight map shows it, its kind's delivery class, and whether it heads
+// its lane (for the stuck-head gauge).
+type reapRow struct {
+	a     *Action
+	class DeliveryClass
+	head  bool
+}
+
+// reapVerdict is how the reaper ends an action: its final state and stop
+// reason, and the condition the end write carries.
+type reapVerdict struct {
+	to     State
+	reason StopReason
+	cond   cond
+}
+
+// reapOne ends one row when a lost lease or the calendar makes it final
+// (design.md §8), and counts it in the gauges otherwise.
+func (e *Engine) reapOne(ctx context.Context, r reapRow, now time.Time, res *ReapResult, g *PartitionGauges) error {
+	var v reapVerdict
+	var ok bool
+	switch r.a.State {
+	case StateEXECUTING:
+		if r.a.LeaseExpiresAt.After(now) {
+			g.ClaimedDepth++
+			return nil
+		}
+		// The due index does not carry the write fence: read the row.
+		full, err := e.getActionItem(ctx, r.a.ID)
+		if err != nil {
+			return nil //nolint:nilerr // gone meanwhile: nothing to reap
+		}
+		cur, _ := decodeAction(full)
+		if cur.Epoch != r.a.Epoch || cur.State != r.a.State {
+			return nil
+		}
+		*r.a = cur
+		if v, ok = reapLeaseLost(r.a, r.class, now); !ok {
+			e.gaugeDue(r.a, now, r.head, g)
+			return nil // reclaimable: the drainer takes it
+		}
+	case StateADMITTED, StatePROPOSED:
+		if v, ok = reapWaiting(r.a, now); !ok {
+			if r.a.State == StateADMITTED && !r.a.NextAttemptAt.After(now) {
+				e.gaugeDue(r.a, now, r.head, g)
+			}
+			return nil
+		}
+	default:
+		return nil
+	}
+	return e.reapEnd(ctx, r.a, v, res)
+}
+
+// reapLeaseLost judges an EXECUTING action whose lease is over, as its row
+// reads; ok is false when a drainer may reclaim it.
+func reapLeaseLost(a *Action, class DeliveryClass, now time.Time) (reapVerdict, bool) {
 	leaseOver := cond{
 		expr:  "#lx <= :rnow",
 		names: map[string]string{"#lx": attrLease},
@@ -118,66 +172,46 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 	wrote := cond{expr: "attribute_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}}
 	notWrote := cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}}
 	exhausted := cond{expr: "#att >= #max", names: map[string]string{"#att": attrAttempt, "#max": attrMax}}
-	switch a.State {
-	case StateEXECUTING:
-		if a.LeaseExpiresAt.After(now) {
-			g.ClaimedDepth++
-			return nil
-		}
-		// The due index does not carry the write fence: read the row.
-		full, err := e.getActionItem(ctx, a.ID)
-		if err != nil {
-			return nil //nolint:nilerr // gone meanwhile: nothing to reap
-		}
-		cur, _ := decodeAction(full)
-		if cur.Epoch != a.Epoch || cur.State != a.State {
-			return nil
-		}
-		*a = cur
-		switch {
-		case class == AtMostOnce && !a.WriteStartedAt.IsZero():
-			to, reason = StateUNCERTAIN, StopLeaseLostAfterWrite
-			c = condState(a.State, a.Epoch).and(leaseOver).and(wrote)
-		case a.Attempt >= a.MaxAttempts && !a.WriteStartedAt.IsZero():
-			// Its fence is set, by its own write or (an idempotent
-			// receiver, ADR 0008) by its claim: it may have been sent.
-			to, reason = StateUNCERTAIN, StopAttemptsExhausted
-			c = condState(a.State, a.Epoch).and(leaseOver).and(wrote).and(exhausted)
-		case a.Attempt >= a.MaxAttempts:
-			to, reason = StateFAILED, StopAttemptsExhausted
-			c = condState(a.State, a.Epoch).and(leaseOver).and(notWrote).and(exhausted)
-		case a.WriteStartedAt.IsZero() && !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now):
-			// Its claim was lost before any write: it never started.
-			to, reason = StateCANCELLED, StopExpired
-			c = condState(a.State, a.Epoch).and(leaseOver).and(notWrote).and(cond{
-				expr:  "#xa <= :rnow",
-				names: map[string]string{"#xa": attrExpires},
-			})
-		default:
-			e.gaugeDue(a, now, head, g)
-			return nil // reclaimable: the drainer takes it
-		}
-	case StateADMITTED, StatePROPOSED:
-		switch {
-		case !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now):
-			to, reason = StateCANCELLED, StopExpired
-			c = condState(a.State, a.Epoch).and(cond{
-				expr:  "#xa <= :rnow",
-				names: map[string]string{"#xa": attrExpires},
-				vals:  map[string]types.AttributeValue{":rnow": avMs(now)},
-			})
-		case a.State == StateADMITTED && a.Attempt >= a.MaxAttempts:
-			to, reason = StateFAILED, StopAttemptsExhausted
-			c = condState(a.State, a.Epoch).and(exhausted)
-		case a.State == StateADMITTED && !a.NextAttemptAt.After(now):
-			e.gaugeDue(a, now, head, g)
-			return nil
-		default:
-			return nil
-		}
-	default:
-		return nil
+	base := condState(a.State, a.Epoch).and(leaseOver)
+	switch {
+	case class == AtMostOnce && !a.WriteStartedAt.IsZero():
+		return reapVerdict{StateUNCERTAIN, StopLeaseLostAfterWrite, base.and(wrote)}, true
+	case a.Attempt >= a.MaxAttempts && !a.WriteStartedAt.IsZero():
+		// Its fence is set, by its own write or (an idempotent receiver,
+		// design.md §5) by its claim: it may have been sent.
+		return reapVerdict{StateUNCERTAIN, StopAttemptsExhausted, base.and(wrote).and(exhausted)}, true
+	case a.Attempt >= a.MaxAttempts:
+		return reapVerdict{StateFAILED, StopAttemptsExhausted, base.and(notWrote).and(exhausted)}, true
+	case a.WriteStartedAt.IsZero() && !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now):
+		// Its claim was lost before any write: it never started.
+		return reapVerdict{StateCANCELLED, StopExpired, base.and(notWrote).and(cond{
+			expr:  "#xa <= :rnow",
+			names: map[string]string{"#xa": attrExpires},
+		})}, true
 	}
+	return reapVerdict{}, false
+}
+
+// reapWaiting judges an ADMITTED or PROPOSED action: expired, or out of
+// attempts; ok is false when it stays.
+func reapWaiting(a *Action, now time.Time) (reapVerdict, bool) {
+	switch {
+	case !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now):
+		return reapVerdict{StateCANCELLED, StopExpired, condState(a.State, a.Epoch).and(cond{
+			expr:  "#xa <= :rnow",
+			names: map[string]string{"#xa": attrExpires},
+			vals:  map[string]types.AttributeValue{":rnow": avMs(now)},
+		})}, true
+	case a.State == StateADMITTED && a.Attempt >= a.MaxAttempts:
+		exhausted := cond{expr: "#att >= #max", names: map[string]string{"#att": attrAttempt, "#max": attrMax}}
+		return reapVerdict{StateFAILED, StopAttemptsExhausted, condState(a.State, a.Epoch).and(exhausted)}, true
+	}
+	return reapVerdict{}, false
+}
+
+// reapEnd writes the reaper's end of an action, unless it moved on since it
+// was read, and counts it.
+func (e *Engine) reapEnd(ctx context.Context, a *Action, v reapVerdict, res *ReapResult) error {
 	full, err := e.getActionItem(ctx, a.ID)
 	if err != nil {
 		return nil //nolint:nilerr // gone meanwhile: nothing to reap
@@ -191,14 +225,14 @@ func (e *Engine) reapOne(ctx context.Context, a *Action, class DeliveryClass, no
 	// a member claimed behind its lane's head that never started (its
 	// drainer died while the head ran): earlier members may still be live.
 	inOrder := cur.State == StateEXECUTING && !cur.WriteStartedAt.IsZero()
-	_, err = e.end(ctx, &cur, endParams{To: to, Reason: reason, Cond: c, Result: Result{Outcome: outcomeOf(to), StopReason: reason}, InOrder: inOrder})
+	_, err = e.end(ctx, &cur, endParams{To: v.to, Reason: v.reason, Cond: v.cond, Result: Result{Outcome: outcomeOf(v.to), StopReason: v.reason}, InOrder: inOrder})
 	if err != nil {
 		if isCondFailed(err) {
 			return nil
 		}
 		return err
 	}
-	switch reason {
+	switch v.reason {
 	case StopLeaseLostAfterWrite:
 		res.Uncertain++
 	case StopAttemptsExhausted:
