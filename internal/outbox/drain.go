@@ -119,62 +119,81 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 	defer func() {
 		// A fresh context: the fence should be released even when ctx
 		// ended. The release also forgets the in-flight entries of the
-		// actions this drain saw settle (ADR 0009).
+		// actions this drain saw settle (design.md §3.3).
 		_ = e.fenceRelease(context.WithoutCancel(ctx), h)
 	}()
 	for batch := 0; batch < maxBatchesPerDrain; batch++ {
-		if !e.nearDeadline(p) && e.nearFenceEnd(p) {
-			// A long drain: take the fence again (a new version, a longer
-			// lease) before claiming, so that claim-fenced heads can still
-			// be called (nearFenceEnd).
-			if until = e.fenceLease(p); until.After(p.fenceUntil) {
-				err := e.fenceRetake(ctx, h, until)
-				if errors.Is(err, ErrFenceRefused) {
-					res.FenceRefusals++
-					break
-				}
-				if err != nil {
-					return res, err
-				}
-				p.fenceUntil = until
-			}
+		if stop, err := e.renewFence(ctx, h, &p, res); stop || err != nil {
+			return res, err
 		}
 		if e.nearDeadline(p) || e.nearFenceEnd(p) {
 			res.More = true
 			break
 		}
-		cr, err := e.Claim(ctx, partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: p.BatchSize, hold: h})
-		if errors.Is(err, ErrFenceRefused) {
-			res.FenceRefusals++
-			break
-		}
-		if err != nil {
+		more, err := e.drainBatch(ctx, partition, h, p, res)
+		if err != nil || !more {
 			return res, err
-		}
-		res.Claimed += cr.Claimed
-		res.Conflicts += cr.Conflicts
-		if cr.Short {
-			res.ShortBatches++
-		}
-		if cr.Claimed == 0 {
-			break
-		}
-		rows := e.readClaimed(ctx, partition, cr.Groups)
-		// The batch's endings go to one retention journal item, written
-		// after its attempts and before the fence is released (ADR 0010).
-		jr := e.newJournal(p.Owner)
-		err = e.runGroups(withJournal(ctx, jr), cr.Groups, rows, p, res)
-		if jerr := jr.flush(context.WithoutCancel(ctx)); err == nil {
-			err = jerr
-		}
-		if err != nil {
-			return res, err
-		}
-		if cr.Claimed < p.BatchSize && !cr.Short {
-			break // the partition had no more due work
 		}
 	}
 	return res, nil
+}
+
+// renewFence takes the fence again (a new version, a longer lease) before a
+// claim of a long drain, so that claim-fenced heads can still be called
+// (nearFenceEnd). stop says the drain must end: another drainer took the
+// fence (counted) or the write failed.
+func (e *Engine) renewFence(ctx context.Context, h *fenceHold, p *DrainParams, res *DrainResult) (stop bool, err error) {
+	if e.nearDeadline(*p) || !e.nearFenceEnd(*p) {
+		return false, nil
+	}
+	until := e.fenceLease(*p)
+	if !until.After(p.fenceUntil) {
+		return false, nil
+	}
+	err = e.fenceRetake(ctx, h, until)
+	if errors.Is(err, ErrFenceRefused) {
+		res.FenceRefusals++
+		return true, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	p.fenceUntil = until
+	return false, nil
+}
+
+// drainBatch claims one batch and runs it; more says the partition may
+// have more due work.
+func (e *Engine) drainBatch(ctx context.Context, partition int, h *fenceHold, p DrainParams, res *DrainResult) (more bool, err error) {
+	cr, err := e.Claim(ctx, partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: p.BatchSize, hold: h})
+	if errors.Is(err, ErrFenceRefused) {
+		res.FenceRefusals++
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	res.Claimed += cr.Claimed
+	res.Conflicts += cr.Conflicts
+	if cr.Short {
+		res.ShortBatches++
+	}
+	if cr.Claimed == 0 {
+		return false, nil
+	}
+	rows := e.readClaimed(ctx, partition, cr.Groups)
+	// The batch's endings go to one retention journal item, written after
+	// its attempts and before the fence is released (design.md §3.6).
+	jr := e.newJournal(p.Owner)
+	err = e.runGroups(withJournal(ctx, jr), cr.Groups, rows, p, res)
+	if jerr := jr.flush(context.WithoutCancel(ctx)); err == nil {
+		err = jerr
+	}
+	if err != nil {
+		return false, err
+	}
+	// A full batch, or a short one: the partition may have more due work.
+	return cr.Claimed >= p.BatchSize || cr.Short, nil
 }
 
 // runGroups runs claimed lane groups, up to p.Concurrency at once; inside a

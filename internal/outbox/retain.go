@@ -174,6 +174,38 @@ func (e *Engine) trim(ctx context.Context) (int, error) {
 	if dt.Table != nil && dt.Table.ItemCount != nil && *dt.Table.ItemCount > 0 && *dt.Table.ItemCount <= int64(e.cfg.RowCap) {
 		return 0, nil
 	}
+	total, err := e.journaledEndings(ctx)
+	if err != nil {
+		return 0, err
+	}
+	excess := total - e.cfg.RowCap
+	if excess <= 0 {
+		return 0, nil
+	}
+	items, err := e.oldestJournalItems(ctx, excess)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, j := range items {
+		if excess <= 0 {
+			break
+		}
+		take := j.seqs[:min(excess, len(j.seqs))]
+		deleted, err := e.trimJournalItem(ctx, j, take)
+		n += deleted
+		if err != nil {
+			return n, err
+		}
+		// A listed row that was already gone counts as trimmed too: it was
+		// counted in total.
+		excess -= len(take)
+	}
+	return n, nil
+}
+
+// journaledEndings counts the endings the journal lists, in every partition.
+func (e *Engine) journaledEndings(ctx context.Context) (int, error) {
 	total := 0
 	for p := 0; p < e.cfg.Partitions; p++ {
 		err := e.queryJournal(ctx, p, "", 0, func(page []journalItem) (bool, error) {
@@ -186,12 +218,12 @@ func (e *Engine) trim(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	excess := total - e.cfg.RowCap
-	if excess <= 0 {
-		return 0, nil
-	}
-	// Gather each partition's oldest journal items covering `excess`
-	// endings, and trim the oldest of them all.
+	return total, nil
+}
+
+// oldestJournalItems gathers each partition's oldest journal items covering
+// excess endings, and sorts them all, oldest expiry first.
+func (e *Engine) oldestJournalItems(ctx context.Context, excess int) ([]journalItem, error) {
 	var items []journalItem
 	for p := 0; p < e.cfg.Partitions; p++ {
 		got := 0
@@ -206,38 +238,31 @@ func (e *Engine) trim(ctx context.Context) (int, error) {
 			return got < excess, nil
 		})
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	sort.Slice(items, func(a, b int) bool { return items[a].sk < items[b].sk })
+	return items, nil
+}
+
+// trimJournalItem deletes the ended rows take of a journal item lists, then
+// the item (or, when take is a part, those seqs from it), and returns how
+// many rows it deleted.
+func (e *Engine) trimJournalItem(ctx context.Context, j journalItem, take []int64) (int, error) {
 	n := 0
-	for _, j := range items {
-		if excess <= 0 {
-			break
-		}
-		take := j.seqs[:min(excess, len(j.seqs))]
-		for _, seq := range take {
-			ok, err := e.deleteEnded(ctx, partitionPK(j.p), actionSK(seq), 0)
-			if err != nil {
-				return n, err
-			}
-			if ok {
-				n++
-			}
-		}
-		// A listed row that was already gone counts as trimmed too: it was
-		// counted in total.
-		excess -= len(take)
-		if len(take) == len(j.seqs) {
-			err = e.deleteJournal(ctx, j)
-		} else {
-			err = e.shrinkJournal(ctx, j, take)
-		}
+	for _, seq := range take {
+		ok, err := e.deleteEnded(ctx, partitionPK(j.p), actionSK(seq), 0)
 		if err != nil {
 			return n, err
 		}
+		if ok {
+			n++
+		}
 	}
-	return n, nil
+	if len(take) == len(j.seqs) {
+		return n, e.deleteJournal(ctx, j)
+	}
+	return n, e.shrinkJournal(ctx, j, take)
 }
 
 // shrinkJournal takes trimmed seqs out of a journal item that lists more.
