@@ -59,7 +59,7 @@ func (e *env) cost(name string, enqueued int, wall time.Duration) Cost {
 		IndexWRU: map[string]float64{}, IndexRRU: map[string]float64{}, CallsBy: map[string]float64{},
 		Duplicates: e.prov.duplicates(), Wall: wall,
 	}
-	// "ended" is the index ADR 0010 removed: its column stays (reading 0)
+	// "ended" is the index design.md §3.6 removed: its column stays (reading 0)
 	// so that reports compare with runs before it.
 	for _, ix := range []string{outbox.IndexDue, outbox.IndexSubject, "ended"} {
 		c.IndexWRU[ix] = st.Indexes[ix].WriteUnits / n

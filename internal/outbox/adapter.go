@@ -9,7 +9,7 @@ import (
 )
 
 // DeliveryClass is what an adapter's provider allows Ferry to promise
-// (DESIGN.md §4).
+// (design.md §6).
 type DeliveryClass int
 
 // The delivery classes.
@@ -18,7 +18,7 @@ const (
 	ReadBack DeliveryClass = iota + 1
 	// IdempotentReceiver providers deduplicate by a key Ferry sends: retries
 	// after the fence are harmless. The claim that takes such an action at
-	// the head of its lane group sets its fence (ADR 0008): it is in flight
+	// the head of its lane group sets its fence (design.md §5): it is in flight
 	// from its claim on, and an erasure after the claim does not recall it.
 	IdempotentReceiver
 	// AtMostOnce providers can neither be read back nor deduplicate: once the
@@ -124,7 +124,7 @@ type EndedAction struct {
 	Result     Result
 }
 
-// Outcome is an adapter's verdict on an attempt (DESIGN.md §4).
+// Outcome is an adapter's verdict on an attempt (design.md §6).
 type Outcome int
 
 // The outcomes. OutcomeNone means "no verdict: carry on" (from Prepare and

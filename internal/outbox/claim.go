@@ -106,7 +106,7 @@ func claimable(c candidate, now time.Time) bool {
 		if a.LeaseExpiresAt.After(now) {
 			return false
 		}
-		// The due index does not carry the write fence (ADR 0002): whether
+		// The due index does not carry the write fence (design.md §3.8): whether
 		// an expired claim wrote is read from the base table (prefetch).
 		return true
 	}
@@ -250,7 +250,7 @@ func reclaimable(c candidate, it map[string]types.AttributeValue, now time.Time)
 var endedStates = []State{StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED}
 
 // claimUpdate builds the conditional update that claims one candidate.
-// With fence, the claim also sets the write fence (ADR 0008): `wsa` is not
+// With fence, the claim also sets the write fence (design.md §5): `wsa` is not
 // projected into the due index, so this costs no index unit.
 func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDue, fence bool) types.TransactWriteItem {
 	a := c.a
@@ -286,7 +286,7 @@ func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDu
 	})
 	cd.names["#lx"] = attrLease
 	cd.names["#dpk"], cd.names["#dsk"] = attrDuePK, attrDueSK
-	// The claim takes the row out of the due index (ADR 0009): one index
+	// The claim takes the row out of the due index (design.md §3.3): one index
 	// delete, and the end writes nothing to the index. The fence item of the
 	// same transaction records it in the partition's in-flight map.
 	upd := "SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own"
@@ -329,7 +329,7 @@ const maxClaimWindow = 512
 // their condition (and their lane successors) are dropped and the rest tried
 // again: a short batch, not a failure. A stale fence gives ErrFenceRefused.
 // The claim of an idempotent-receiver action at the head of its group also
-// sets its write fence (ADR 0008): from then on it counts as started (the
+// sets its write fence (design.md §5): from then on it counts as started (the
 // returned Action's WriteStartedAt is set), and a caller that does not run
 // it should finish it with a Retry (AttemptFinish) rather than let its lease
 // run out.
@@ -710,7 +710,7 @@ func (e *Engine) claimReadBack(ctx context.Context, h *fenceHold, groups [][]can
 }
 
 // claimFences reports whether the claim of the mi-th member of a lane group
-// sets the write fence itself (ADR 0008): an idempotent receiver at the head
+// sets the write fence itself (design.md §5): an idempotent receiver at the head
 // of its group, where the claim's transaction proves (with the predecessor
 // check) that every earlier member of its lane has ended, so the action may
 // be sent from its claim on. A member behind a head waits for the head to

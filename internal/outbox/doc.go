@@ -3,15 +3,20 @@
 // protocols, the reaper, retention and erasure, and the DynamoDB store they
 // run on.
 //
-// Files by concept: config.go, registry.go (kinds and variants), item.go
-// (the table's names and the action codec), table.go (the table and its
-// indexes), enqueue.go, action_read.go (get, list, admit, cancel), claim.go
-// (claim fence and batch claim), lanewalk.go (lane order past ended
-// members), attempt.go (read-back, write fence, execute, outcome), outcome.go
-// (the outcome rules and backoff), end.go, write.go (ambiguous writes),
-// drain.go, reap.go, retain.go (retention and erasure). The store conformance
-// suite is the storetest package; docs/adr/0001 and 0002 record the layout
-// and the protocols.
+// docs/design.md describes the table and the protocols; comments cite its
+// sections. Files by concept: config.go; registry.go and adapter.go (kinds,
+// variants, the adapter contract); item.go (attribute names, keys and the
+// action row's codec); table.go (the table and its indexes); due.go (the
+// due index and its iterator); rowread.go (consistent reads of action rows);
+// enqueue.go and idemfirst.go (enqueue; the idempotency record);
+// action_read.go (get, list, admit, cancel); inflight.go (the claim fence
+// row and its in-flight map); claim.go (the claim in its steps); lanewalk.go
+// and lanelink.go (lane order past ended members; successor links);
+// payloadread.go (a batch's rows read once); attempt.go (read-back, write
+// fence, execute); outcome.go (the outcome rules and backoff); end.go and
+// write.go (ending; ambiguous writes); journal.go (the retention journal);
+// drain.go; reap.go; retain.go (retention and erasure). The store
+// conformance suite is the storetest package.
 //
 // The package imports no provider SDK. Adapters (internal/adapters) import
 // it, never the reverse. It talks to DynamoDB only through the DynamoDB

@@ -27,7 +27,7 @@ type DrainParams struct {
 	// fence ends (set by DrainPartition).
 	fenceUntil time.Time
 	// hold is the fence DrainPartition holds: attempts report the actions
-	// they saw settle to it (ADR 0009).
+	// they saw settle to it (design.md §3.3).
 	hold *fenceHold
 }
 
@@ -240,7 +240,7 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[st
 			g = g[:cut]
 		}
 		// A member behind this one stays live (run, released or waiting):
-		// this one is not the lane's tail (ADR 0005).
+		// this one is not the lane's tail (design.md §7.1).
 		g[i].followed = i+1 < len(g)
 		g[i].fenceUntil = p.fenceUntil
 		rep, err := e.runAttempt(ctx, g[i], rows[g[i].Seq])

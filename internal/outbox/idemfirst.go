@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The written-first keyed enqueue (docs/adr/0007): a single keyed action
+// The written-first keyed enqueue (docs/design.md §4.2): a single keyed action
 // that is not laned is two plain conditional puts, its idempotency record
 // first and then the action, instead of one transaction of both (2 + 2
 // units). The record carries what it takes to write the action, so that the
@@ -30,7 +30,7 @@ import (
 // FinishWindow is how long after its idempotency record was written a keyed
 // enqueue that did not write its action (its process died between the two
 // puts) is finished by a retry with the same key; a retry after it finds
-// the enqueue abandoned and makes a new action (ADR 0007). Past it the
+// the enqueue abandoned and makes a new action (design.md §4.2). Past it the
 // action's slot is sealed and the record removed, so the key can be used
 // again. It is far shorter than the shortest retention (1 h), so an action
 // that was written, ended and deleted by its TTL is not mistaken for one
@@ -263,7 +263,7 @@ func (e *Engine) seal(ctx context.Context, p int, seq int64) error {
 	if isCondFailed(err) {
 		return err
 	}
-	// Journaled like any tombstone (ADR 0010), also when the put's outcome
+	// Journaled like any tombstone (design.md §3.6), also when the put's outcome
 	// is unknown: retention skips a listed row that is not ended.
 	e.journalTombstone(ctx, partitionPK(p), actionSK(seq))
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// In-flight tracking (ADR 0009). A claim takes each action out of the due
+// In-flight tracking (design.md §3.3). A claim takes each action out of the due
 // index (one index delete instead of a projected-attribute update, and the
 // end then writes nothing to the index). The partition's claim fence row
 // keeps what the index no longer shows: a map attribute (attrInflight) from
@@ -231,7 +231,7 @@ func (e *Engine) fenceTake(ctx context.Context, p int, owner string, until time.
 }
 
 // fenceRetake takes the fence again for the same holder (a long drain: a
-// new version, a longer lease, ADR 0008). What the holder saw settle stays
+// new version, a longer lease, design.md §5). What the holder saw settle stays
 // true only if nobody else held the fence in between, that is if the version
 // rose by exactly one; otherwise that knowledge goes, and the map is taken
 // as the row now has it.
@@ -305,7 +305,7 @@ func (e *Engine) readFenceHold(ctx context.Context, p int, owner string, version
 }
 
 // fenceItem is the claim transaction's item on the fence row: the version
-// check of DESIGN.md §6, as an Update that sets the entries of the actions
+// check of design.md §3, as an Update that sets the entries of the actions
 // claimed (and of leases found renewed) and removes the entries the holder
 // saw settle.
 func (e *Engine) fenceItem(h *fenceHold, set map[int64]time.Time, rm []int64) types.TransactWriteItem {
@@ -419,7 +419,7 @@ func (e *Engine) inflightWrite(ctx context.Context, h *fenceHold, renew map[int6
 //     lease (renew);
 //   - EXECUTING out of due with its lease over, of a kind this build
 //     decodes and may claim: a reclaim candidate, due at its lease expiry
-//     (DESIGN.md §6); live and fetched are filled as prefetch does;
+//     (design.md §3); live and fetched are filled as prefetch does;
 //   - anything else (a kind this build does not decode, out of attempts, an
 //     at-most-once action whose write started): left alone for the reaper
 //     or another build, and not read again by this hold.
@@ -500,7 +500,7 @@ func (e *Engine) inflightRow(h *fenceHold, seq int64, it map[string]types.Attrib
 }
 
 // mergeCandidates orders the due index's candidates and the fence map's
-// reclaim candidates by (due time, seq), DESIGN.md §5.5; a row both name
+// reclaim candidates by (due time, seq), design.md §11 (invariant 5); a row both name
 // (a lagging index) is taken from the map, whose read is consistent.
 func mergeCandidates(due, inflight []candidate) []candidate {
 	if len(inflight) == 0 {

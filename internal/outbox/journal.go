@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The retention journal (ADR 0010). Ended actions are not indexed one by
+// The retention journal (design.md §3.6). Ended actions are not indexed one by
 // one: each writer of endings (a drainer batch, a reaper run's partition, a
 // single end from the API, an erasure) writes one small item per partition
 // and retention period, in the partition:
@@ -108,7 +108,7 @@ func journalOf(ctx context.Context) *journal {
 // retention and expiry: in the journal of ctx when there is one, else in a
 // journal item of its own (a single end from the API: cancel, a caller's
 // AttemptFinish, RunNow). A lost single write is not an error of the end
-// that already happened: the row still goes by TTL (ADR 0010).
+// that already happened: the row still goes by TTL (design.md §3.6).
 func (e *Engine) journalEnd(ctx context.Context, p int, seq int64, ret time.Duration, expiry time.Time) {
 	if j := journalOf(ctx); j != nil {
 		j.add(ctx, p, seq, ret, expiry)

@@ -9,13 +9,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Lane successor links (ADR 0006). A live lane member names the next member
+// Lane successor links (design.md §7.3). A live lane member names the next member
 // of its lane (nxt), so that a member ending out of order, while the member
 // before it is live, can take itself out of the chain in its end
 // transaction: its successor's prev becomes its own prev, and that
 // predecessor's nxt becomes its successor. No chain then passes through an
 // ended row, and deleting ended rows (TTL, retention) never cuts a chain.
-// Links are only ever written on live rows (DESIGN.md §3).
+// Links are only ever written on live rows (design.md §3.1).
 
 // rowLive reads with a consistent read whether an action row exists and has
 // not ended.
@@ -123,7 +123,7 @@ func (e *Engine) unlink(ctx context.Context, a *Action) ([]types.TransactWriteIt
 }
 
 // eraseLaned erases a live lane member whose predecessor is live: its
-// tombstone and its relink (ADR 0006) go in one transaction, so no chain
+// tombstone and its relink (design.md §7.3) go in one transaction, so no chain
 // ever passes through the tombstone. ok is false when that does not apply
 // (or the links kept moving): the caller erases as before, and the
 // tombstone's prev holds the lane behind it.

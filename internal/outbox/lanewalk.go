@@ -16,7 +16,7 @@ const maxLaneWalk = 32
 // ancestorsLive follows lane chains back from predecessors that have ended.
 // A lane member can end out of order (cancelled by its caller, expired)
 // while members ahead of it are still live; its successor must still wait
-// for them (DESIGN.md §5.3), so a claim looks past ended predecessors to the
+// for them (design.md §11, invariant 3), so a claim looks past ended predecessors to the
 // first live one. next maps a head's predecessor seq to the seq before it;
 // the result holds the predecessors whose lanes are blocked. A member that
 // is gone (erased, or deleted by retention) ends the walk.

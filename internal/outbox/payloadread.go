@@ -12,7 +12,7 @@ import (
 )
 
 // readClaimed reads the rows of a claimed batch (their payloads) with
-// eventually consistent reads, amortised over the batch (ADR 0003): one
+// eventually consistent reads, amortised over the batch (design.md §6): one
 // Query of the partition's seq range when the claimed seqs are dense in it
 // (a Query is billed on the bytes it reads, rounded up once per 4 KB, where
 // a read of each row rounds up each row), else BatchGetItem. Half a read
@@ -113,7 +113,7 @@ func (e *Engine) batchRead(ctx context.Context, p int, seqs []int64, out map[int
 // claimed row can stand in for the consistent one: it shows the row as the
 // claim left it, or as it was just before (ADMITTED at the epoch below),
 // with no write fence either way (or, for a claim-fenced action, only the
-// fence its own claim set: ADR 0008), so the attempt neither reads back nor
+// fence its own claim set: design.md §5), so the attempt neither reads back nor
 // misses an earlier write. Anything else (a reclaim, a row that moved on,
 // an erased or ended row) is read again consistently.
 func usableClaimedRow(it map[string]types.AttributeValue, claimed *Action, now time.Time) (Action, bool) {

@@ -22,7 +22,7 @@ type PartitionGauges struct {
 	ClaimedDepth   int           // EXECUTING actions under a live lease
 	StuckLaneHeads int           // laned actions due for longer than StuckAfter
 	OldestDueAge   time.Duration // how long the oldest due action has waited
-	// InflightUnread counts the claim fence's in-flight entries (ADR 0009)
+	// InflightUnread counts the claim fence's in-flight entries (design.md §3.3)
 	// this run did not read: more than it reads per run (oldest lease
 	// first), or throttled. A later run reads them.
 	InflightUnread int
@@ -33,16 +33,16 @@ type PartitionGauges struct {
 // started (UNCERTAIN, LEASE_LOST_AFTER_WRITE), actions out of attempts
 // (FAILED, or UNCERTAIN when their write may have happened;
 // ATTEMPTS_EXHAUSTED), and unstarted actions past expires_at (CANCELLED,
-// EXPIRED). An idempotent receiver fenced by its claim (ADR 0008) counts as
+// EXPIRED). An idempotent receiver fenced by its claim (design.md §5) counts as
 // started from its claim: with attempts left it is left for a reclaim (a
 // resend is harmless), out of attempts it ends UNCERTAIN, never FAILED, as it
 // may have been sent. It reads the due index and each partition's in-flight
-// map on the claim fence (the actions claims took out of due, ADR 0009), so
+// map on the claim fence (the actions claims took out of due, design.md §3.3), so
 // its cost grows with the backlog, not the history.
 func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
 	res := &ReapResult{}
 	for p := 0; p < e.cfg.Partitions; p++ {
-		// A partition's endings go to one retention journal (ADR 0010).
+		// A partition's endings go to one retention journal (design.md §3.6).
 		jr := e.newJournal("reaper")
 		g, err := e.reapPartition(withJournal(ctx, jr), p, res)
 		if jerr := jr.flush(context.WithoutCancel(ctx)); err == nil {

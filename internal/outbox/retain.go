@@ -21,7 +21,7 @@ type RetainResult struct {
 
 // Retain deletes ended actions whose TTL passed but that DynamoDB has not
 // removed yet, and trims ended actions beyond the row cap, oldest expiry
-// first. It finds them through the retention journal (ADR 0010): the
+// first. It finds them through the retention journal (design.md §3.6): the
 // journal items whose expiry passed are still there only where TTL lags, so
 // its cost grows with what it deletes, not with the table. Idempotency
 // records go with their actions.
@@ -163,7 +163,7 @@ func (e *Engine) deleteIdem(ctx context.Context, old map[string]types.AttributeV
 // trim deletes ended actions beyond the row cap, oldest expiry first. The
 // table's approximate item count (it counts every row, so it is an upper
 // bound of the ended ones) spares the count in the usual case; else the
-// ended actions are counted from the journal (ADR 0010: rows whose journal
+// ended actions are counted from the journal (design.md §3.6: rows whose journal
 // write was lost are not counted, rows TTL removed before their journal
 // are, until retention reads that journal).
 func (e *Engine) trim(ctx context.Context) (int, error) {
@@ -398,7 +398,7 @@ func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.
 		}
 		upd, names, vals := e.tombstone(pk, sk)
 		// A keyed action outside a lane may have been written first by its
-		// idempotency record (ADR 0007): its slot keeps a tombstone, so a
+		// idempotency record (design.md §4.2): its slot keeps a tombstone, so a
 		// late put of the action fails instead of bringing it back.
 		names["#ik"], names["#ln"] = attrIKey, attrLane
 		out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{

@@ -1,6 +1,6 @@
 package outbox
 
-// transitions lists the allowed state changes (DESIGN.md §3). The store's
+// transitions lists the allowed state changes (design.md §3.1). The store's
 // write conditions enforce them; this table is what the tests hold the store
 // to and what Go code consults before building a write.
 var transitions = map[State][]State{

@@ -128,7 +128,7 @@ func (w *world) breakTransact(in *dynamodb.TransactWriteItemsInput) *dynamodb.Tr
 			continue
 		}
 		if u := it.Update; u != nil && b&BreakClaimFence != 0 && str(u.Key, "sk") == "FENCE" {
-			// The claim's fence item (ADR 0009: an Update that also records
+			// The claim's fence item (design.md §3.3: an Update that also records
 			// the in-flight entries) loses its version check.
 			uc := *u
 			uc.ConditionExpression = nil

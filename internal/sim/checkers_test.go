@@ -28,7 +28,7 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 		{"AcknowledgedButNotWritten", BreakDropPut, []string{"nothing-lost"}, 0},
 		{"OldBuildTouchesUnknownRows", BreakOldBuildKnowsAll, []string{"rolling-upgrade"}, 0},
 		{"ReaperBlind", BreakReaperBlind, []string{"liveness"}, 0},
-		// About one seed in 25 catches it (2 of seeds 1-60 before ADR 0009,
+		// About one seed in 25 catches it (2 of seeds 1-60 before design.md §3.3,
 		// 10 of 1-240 after; any engine change moves the runs): try more.
 		{"ClockSkewBeyondBound", BreakSkewBound, []string{"fence-margin", "fencing", "lanes"}, 240},
 		{"ResendAfterAccept", BreakIdemResend, []string{"idempotent-duplicates"}, 0},
@@ -64,7 +64,7 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 }
 
 // TestFencingCheckOfClaimFencedCalls pins how the fencing checker judges a
-// provider call for an erased row (ADR 0008): it passes only for an
+// provider call for an erased row (design.md §5): it passes only for an
 // idempotent receiver whose claim of that epoch, by the caller, set the
 // fence and committed before the erasure.
 func TestFencingCheckOfClaimFencedCalls(t *testing.T) {

@@ -79,7 +79,7 @@ func (d *simDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...fun
 	}
 	out, err := d.db.GetItem(ctx, in, o...)
 	if err == nil && d.w.opt.Broken&BreakReaperBlind != 0 && p.kind == "reaper" && str(in.Key, "sk") == "FENCE" {
-		out.Item = nil // the in-flight map too (ADR 0009)
+		out.Item = nil // the in-flight map too (design.md §3.3)
 	}
 	d.leave(p, "GetItem", err)
 	return out, err

@@ -1,7 +1,7 @@
 // Package sim is Ferry's deterministic simulator: it runs the real engine
 // (internal/outbox) against the embedded DynamoDB (internal/ddblocal) in
 // process, with one seed driving the clock, the order of steps and every
-// fault, and checks the invariants of DESIGN.md §5 after every step.
+// fault, and checks the invariants of design.md §11 after every step.
 //
 // # Running it
 //
@@ -51,6 +51,6 @@
 //
 // A lane member that ended out of order and was then deleted (retention,
 // TTL) while an earlier member is live used to cut the engine's lane chain
-// (ADR 0006); the lanes invariant now fails on it like on any other early
+// (design.md §7.3); the lanes invariant now fails on it like on any other early
 // start.
 package sim

@@ -25,7 +25,7 @@ func (w *world) readFeed(p *proc) {
 	}
 }
 
-// checkTracking holds ADR 0009's invariant after every call (a transaction's
+// checkTracking holds design.md §3.3's invariant after every call (a transaction's
 // changes are all read by then): every EXECUTING action that is not in the
 // due index has an entry in its partition's in-flight map, so that claims
 // and the reaper find it once its lease ends.
@@ -75,7 +75,7 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 	}
 	if sk == "K" && c.NewImage != nil && has(c.NewImage, "ttl") && has(c.NewImage, "pl") {
 		// A written-first idempotency record carries its action's payload
-		// until the action ends (ADR 0007); then, like the action, it
+		// until the action ends (design.md §4.2); then, like the action, it
 		// keeps none.
 		w.violate("ended-shape", nil, "idempotency record %s has a TTL (its action ended) and still a payload", pk)
 		return
@@ -88,7 +88,7 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 	id := outbox.ActionID(part, seq)
 	if c.NewImage != nil && state(c.NewImage) == outbox.StateADMITTED && (!has(c.NewImage, "due_pk") || !has(c.NewImage, "due_sk")) {
 		// Audit: an ADMITTED action is found only through the due index
-		// (ADR 0009 drops in-flight entries of ADMITTED rows), so every
+		// (design.md §3.3 drops in-flight entries of ADMITTED rows), so every
 		// write that leaves a row ADMITTED must leave both due keys.
 		w.violate("admitted-in-due", []string{id}, "%s is ADMITTED without due keys (written by %v)", id, p)
 	}
@@ -123,7 +123,7 @@ func (w *world) onInsert(p *proc, id string, it ddblocal.Item) {
 	w.rows[id] = r
 	w.histf(r, p, "created %s", rowState(it))
 	if p != nil && (p.kind == "enqueue" || p.kind == "erase") && !has(it, "kind") && !has(it, "pl") && str(it, "sr") == "ERASED" {
-		// A sealed slot (ADR 0007): an abandoned or erased written-first
+		// A sealed slot (design.md §4.2): an abandoned or erased written-first
 		// enqueue leaves a tombstone where its action would go, so that a
 		// late put of the action fails. It holds nothing and reads as not
 		// found; an acknowledged action's slot is never empty, so a seal
@@ -187,7 +187,7 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 		return
 	}
 	if onlyLinks(old, nw) {
-		// A lane relink (ADR 0006) changes only the links of a live row:
+		// A lane relink (design.md §7.3) changes only the links of a live row:
 		// any engine process may write it, whatever the row's kind.
 		return
 	}
@@ -211,7 +211,7 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 		if r.claims == nil {
 			r.claims = map[int64]claimRec{}
 		}
-		// A claim that wrote the fence (ADR 0008) changed wsa; a reclaim of
+		// A claim that wrote the fence (design.md §5) changed wsa; a reclaim of
 		// another kind keeps whatever fence the row had.
 		r.claims[nep] = claimRec{owner: p.owner, fenced: has(nw, "wsa") && !reflect.DeepEqual(old["wsa"], nw["wsa"]), at: w.change()}
 		if r.tok != nil {
@@ -255,7 +255,7 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 			return
 		}
 		if ik := str(nw, "ikey"); ik != "" && w.recCopy["K#"+str(nw, "ws")+"#"+ik] == id {
-			// The record's copy goes before the end (ADR 0007, amended):
+			// The record's copy goes before the end (design.md §4.2, amended):
 			// an end never stands while its record keeps the payload.
 			w.violate("ended-shape", []string{id}, "ended action %s: its idempotency record still carries its payload", id)
 			return

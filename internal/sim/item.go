@@ -68,7 +68,7 @@ func rowState(it map[string]types.AttributeValue) string {
 	} else if st := str(it, "st"); st == "ADMITTED" {
 		s += " NOT-IN-DUE-INDEX"
 	} else if st == "EXECUTING" {
-		s += " in-flight" // out of due, in the fence's map (ADR 0009)
+		s += " in-flight" // out of due, in the fence's map (design.md §3.3)
 	}
 	if sr := str(it, "sr"); sr != "" {
 		s += " stop=" + sr

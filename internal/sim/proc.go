@@ -32,7 +32,7 @@ type proc struct {
 	// dieAfter+1 (Options.KillEnqueues); calls counts them.
 	dieAfter, calls int
 	// journalLost: a retention journal write of this process failed (its
-	// endings are left to TTL alone, ADR 0010).
+	// endings are left to TTL alone, design.md §3.6).
 	journalLost bool
 	at          string
 	fenceV      int64

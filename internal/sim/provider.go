@@ -209,7 +209,7 @@ func (w *world) accept(t *token, rec *callRec, class outbox.DeliveryClass, id st
 //
 // The fence is the row's state at the call: EXECUTING under this holder's
 // epoch with its fence set. An idempotent receiver claimed at the head of
-// its lane group has its fence set by the claim (ADR 0008): it is in flight
+// its lane group has its fence set by the claim (design.md §5): it is in flight
 // from that claim on, so an erasure after the claim cannot recall its call.
 // For it, and only for it, an erased row passes when the claim of this
 // epoch, by this holder, set the fence and committed before the erasure.
@@ -233,7 +233,7 @@ func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
 			w.violate("fencing", []string{id}, "provider call for %s by %s (epoch %d), erased before that claim committed", id, p.name, att.Action.Epoch)
 		default:
 			w.res.Faults["x.erased_after_claim_call"]++
-			w.tracef(p, "call for %s erased after its claim (ADR 0008: in flight from the claim)", id)
+			w.tracef(p, "call for %s erased after its claim (design.md §5: in flight from the claim)", id)
 			w.checkLaneAtCall(p, t, id)
 			return
 		}

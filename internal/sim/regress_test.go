@@ -27,7 +27,7 @@ var regressions = []struct {
 	{5923, 1000, "engine: as 5784"},
 	{6226, 1000, "engine: as 5784"},
 	{7526, 1000, "sim: the idempotent-duplicates check took a row past its TTL (DynamoDB's TTL days late) as retained after its key was rightly reused; it now judges retention as the idempotency check does"},
-	{1024, 500, "engine: a lane member ended out of order was deleted by retention while an earlier member was live; the chain ended there and its successor started (ADR 0006; fixed: successor relink)"},
+	{1024, 500, "engine: a lane member ended out of order was deleted by retention while an earlier member was live; the chain ended there and its successor started (design.md §7.3; fixed: successor relink)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {

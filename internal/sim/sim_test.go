@@ -41,7 +41,7 @@ func TestSameSeedSameTrace(t *testing.T) {
 
 // TestKilledEnqueues runs seeds whose enqueue processes die between their
 // calls: keyed enqueues that wrote their idempotency record but not their
-// action (ADR 0007) are finished by resends, and every invariant holds.
+// action (design.md §4.2) are finished by resends, and every invariant holds.
 func TestKilledEnqueues(t *testing.T) {
 	t.Parallel()
 	kills, finished := 0, 0

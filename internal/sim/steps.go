@@ -260,7 +260,7 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 		}
 		if r := w.rows[id]; r != nil && len(r.hist) > 0 && strings.Contains(r.hist[0], " "+p.name+" ") {
 			// The resend wrote the first request's action from its
-			// idempotency record (ADR 0007): the first one died between
+			// idempotency record (design.md §4.2): the first one died between
 			// its two puts.
 			w.res.Faults["x.idem_finished"]++
 		}
@@ -501,7 +501,7 @@ func (w *world) finalChecks() {
 		}
 	}
 	// Every ended row still in the table is listed by a retention journal
-	// item (ADR 0010), unless the process that ended it died or failed to
+	// item (design.md §3.6), unless the process that ended it died or failed to
 	// write its journal: then only TTL removes it.
 	for _, id := range sortedKeys(w.rows) {
 		r := w.rows[id]

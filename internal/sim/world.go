@@ -50,16 +50,16 @@ const (
 	// whatever it holds.
 	BreakReadBackBlind
 	// BreakNoIdempotencyRecord drops the idempotency record from enqueues
-	// (from their transactions, and its written-first put, ADR 0007).
+	// (from their transactions, and its written-first put, design.md §4.2).
 	BreakNoIdempotencyRecord
 	// BreakIdemResend makes the idempotent adapter answer Retry after its
 	// receiver accepted the call.
 	BreakIdemResend
 	// BreakDropJournal acknowledges retention journal writes without
-	// writing them (ADR 0010).
+	// writing them (design.md §3.6).
 	BreakDropJournal
 	// BreakInflightLost drops the in-flight entries a claim records on the
-	// fence row (ADR 0009): claimed actions are then in no index.
+	// fence row (design.md §3.3): claimed actions are then in no index.
 	BreakInflightLost
 )
 
@@ -71,7 +71,7 @@ type Options struct {
 	// KillEnqueues kills enqueue processes between their DynamoDB calls
 	// (a quarter of them, after 1 to 3 calls), from a random source of its
 	// own: off, a seed runs exactly as it always did. With it the crash
-	// between a keyed enqueue's record and its action (ADR 0007) happens,
+	// between a keyed enqueue's record and its action (design.md §4.2) happens,
 	// and resends finish those enqueues.
 	KillEnqueues bool
 }
@@ -191,12 +191,12 @@ type world struct {
 	rows   map[string]*row     // action id -> shadow
 	lanes  map[string][]string // "ws/lane" -> action ids in insert order
 	fences map[int]fenceState
-	// In-flight tracking (ADR 0009): the seqs in each partition's fence map,
+	// In-flight tracking (design.md §3.3): the seqs in each partition's fence map,
 	// and the EXECUTING actions that are not in the due index.
 	inflight map[int]map[int64]bool
 	outOfDue map[string]bool
 	// recCopy: the idempotency records (by pk) that carry a copy of their
-	// action, and that action's id (ADR 0007).
+	// action, and that action's id (design.md §4.2).
 	recCopy map[string]string
 	calls   []*callRec // provider calls still in flight
 
@@ -232,10 +232,10 @@ type row struct {
 	hist   []string
 	ended  int
 	// endedBy is the process whose write ended the row: it must journal
-	// the ending for retention (ADR 0010) unless it died first.
+	// the ending for retention (design.md §3.6) unless it died first.
 	endedBy *proc
 	// claims are the committed claims of the row by epoch: for a
-	// claim-fenced kind (ADR 0008) the claim is the reference point of the
+	// claim-fenced kind (design.md §5) the claim is the reference point of the
 	// fencing check.
 	claims map[int64]claimRec
 }

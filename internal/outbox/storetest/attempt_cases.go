@@ -185,7 +185,7 @@ var _ = register("AtMostOnceWhoseWriteStartedIsNeverClaimedAgain", func(ctx cont
 
 // A kind whose fence is its own write (read-back here; at-most-once below):
 // an erasure before the fence stops the call. Idempotent receivers are
-// fenced by their claim instead (ADR 0008, claimfence_cases.go).
+// fenced by their claim instead (design.md §5, claimfence_cases.go).
 var _ = register("ErasureDuringAttemptMakesFenceRefuse", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
 	a := tb.enqueue(t, outbox.EnqueueParams{Kind: KindRB, SubjectID: "alice", IdempotencyKey: "k1", Payload: Payload(Script{Prepare: "hook"})})

@@ -209,7 +209,7 @@ var _ = register("LaneMemberEndedOutOfOrderStillWaitsForEarlierOnes", func(ctx c
 	require.Equal(t, 1, rr.Expired)
 	require.Equal(t, outbox.StopExpired, tb.get(t, c.ID).StopReason)
 	// a is reclaimed (its lease ended); d still waits for it: b and c took
-	// themselves out of the chain (ADR 0006), so d is claimed behind a in
+	// themselves out of the chain (design.md §7.3), so d is claimed behind a in
 	// its group and runs after it.
 	again, _, _ = tb.claim(t, 0, 10)
 	require.Equal(t, [][]string{{a.ID, d.ID}}, ids(again))

@@ -15,7 +15,7 @@ import (
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
-// The cases of this file pin ADR 0008: the claim of an idempotent receiver
+// The cases of this file pin design.md §5: the claim of an idempotent receiver
 // at the head of its lane group sets the write fence itself, and such an
 // action is in flight from its claim on.
 
@@ -185,7 +185,7 @@ var _ = register("ErasureAfterClaimOfIdempotentCallsAtMostOnce", func(ctx contex
 		t.Helper()
 		for _, id := range []string{a.ID, b.ID} {
 			// In flight from its claim on: the erasure cannot recall the call
-			// (ADR 0008), but there is at most one.
+			// (design.md §5), but there is at most one.
 			require.LessOrEqual(t, tb.rec.Execs(id), 1, id)
 			_, err := tb.e.ActionGet(ctx, id)
 			require.ErrorIs(t, err, outbox.ErrNotFound, id)

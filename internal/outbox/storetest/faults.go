@@ -113,7 +113,7 @@ func str(it map[string]types.AttributeValue, name string) string {
 	return ""
 }
 
-// rawRecord reads an idempotency record as stored (table layout: ADR 0001,
+// rawRecord reads an idempotency record as stored (table layout: design.md §3,
 // 0002, 0007), nil when there is none.
 func rawRecord(ctx context.Context, db outbox.DynamoDB, table, ws, ikey string) (map[string]types.AttributeValue, error) {
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{

@@ -15,7 +15,7 @@ import (
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
-// Cases of ADR 0009: a claim takes actions out of the due index, and the
+// Cases of design.md §3.3: a claim takes actions out of the due index, and the
 // partition's claim fence row tracks them in its in-flight map ("inf": seq ->
 // lease expiry in Unix ms) until their holder sees them settle.
 

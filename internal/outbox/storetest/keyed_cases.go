@@ -13,7 +13,7 @@ import (
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
-// The written-first keyed enqueue (ADR 0007): one keyed action outside a
+// The written-first keyed enqueue (design.md §4.2): one keyed action outside a
 // lane is its idempotency record, put first with what it takes to write the
 // action, and then the action. These cases crash the engine between the two
 // puts and race other clients into the gap.

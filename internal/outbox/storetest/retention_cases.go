@@ -18,7 +18,7 @@ import (
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
-// Retention through the retention journal (ADR 0010): every path that ends
+// Retention through the retention journal (design.md §3.6): every path that ends
 // an action journals it, retention deletes what TTL left behind and trims
 // beyond the row cap from the journal, and its cost follows what it deletes.
 
