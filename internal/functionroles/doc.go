@@ -10,6 +10,11 @@
 // demand — maps every request to its IAM actions and resources
 // (internal/iamaction: each item of a transaction by itself, a Query of an
 // index on the index) and fails when the result differs from roles.json.
+// A call graph of the engine's source checks the runs' reach: an action a
+// function's entry points can reach that no run recorded fails the test
+// too (a missing run would otherwise leave the role short, as
+// dynamodb:ConditionCheckItem once was), unless staticOnly grants it with
+// a reason.
 // After a change to what the engine calls, regenerate it with
 //
 //	go test ./internal/functionroles -run TestRolesAreTheCalls -update
