@@ -115,7 +115,7 @@ INFRA_ENV := CDK_HOME=$(CURDIR)/infra/.cdk CDK_DISABLE_CLI_TELEMETRY=true JSII_S
 CDK := cd infra && $(INFRA_ENV) ./node_modules/.bin/cdk
 
 .PHONY: infra-test
-infra-test: ## Go tests of the CDK stack (assertions and cdk-nag, offline)
+infra-test: ## Go tests of the CDK stack (assertions, cdk-nag, roles = internal/functionroles, cfn-lint; offline)
 	cd infra && $(INFRA_ENV) $(GO) vet . ./cmd/... && $(INFRA_ENV) $(GO) test -count=1 $(GOFLAGS_TEST) . ./cmd/...
 
 # npm ci, then a go.mod marker so Go's ./... in infra/ skips node_modules.

@@ -123,9 +123,22 @@ func (s *Stack) newFunction(fn FunctionName, assetDir string) error {
 		}
 	}
 	s.Functions[fn] = awslambda.NewFunction(scope, jsii.String("Function"), fp)
+	s.dropRoleDependency(s.Functions[fn], role)
 	s.Roles[fn] = role
 	s.LogGroups[fn] = logs
 	return nil
+}
+
+// dropRoleDependency leaves a function depending on its role's policy
+// only. The CDK names the role in the function's DependsOn as well, which
+// the function's Role property (a GetAtt of the role) already orders:
+// cfn-lint warns of the duplicate (W3005).
+func (s *Stack) dropRoleDependency(f awslambda.Function, role awsiam.Role) {
+	deps := []string{}
+	if policy := role.Node().TryFindChild(jsii.String("DefaultPolicy")); policy != nil {
+		deps = append(deps, *s.Stack.GetLogicalId(policy.Node().DefaultChild().(awscdk.CfnElement)))
+	}
+	f.Node().DefaultChild().(awslambda.CfnFunction).AddOverride(jsii.String("DependsOn"), deps)
 }
 
 // functionID is fn's construct id: "Enqueue", "Drainer", ...

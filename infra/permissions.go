@@ -1,11 +1,14 @@
 package infra
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/ferryhq/ferry/internal/functionroles"
 )
 
 // TableGrant is one statement of a function's table access: actions on the
@@ -15,63 +18,34 @@ type TableGrant struct {
 	Actions []string
 }
 
-// TableGrants is, per function, exactly the DynamoDB actions its code calls
-// (internal/outbox as of ADRs 0002 to 0005; docs/deploy.md, "Permissions", says why
-// each is there). A transaction needs the action of each item it holds
-// (UpdateItem, DeleteItem, ConditionCheckItem, PutItem) besides
-// TransactWriteItems itself.
-var TableGrants = map[FunctionName][]TableGrant{
-	// enqueue serves the HTTP API: enqueue (a conditional PutItem, or a
-	// transaction putting the action, lane tail and idempotency record; seq
-	// blocks by UpdateItem; a stale idempotency record is read and deleted),
-	// get (GetItem), list (Query by lane, Scan without one), admit
-	// (UpdateItem), cancel (ends the action: UpdateItem, or a transaction
-	// with the lane tail's delete, after walking ended lane members with
-	// BatchGetItem) and erasure (Query on the subject index, tombstones by
-	// UpdateItem, deletes).
-	FunctionEnqueue: {
-		{Actions: []string{
-			"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
-			"dynamodb:Query", "dynamodb:Scan", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
-		}},
-		{Index: IndexSubject, Actions: []string{"dynamodb:Query"}},
-	},
-	// drainer: the claim fence (UpdateItem), candidates from the due index,
-	// predecessor prefetch and lane walks (BatchGetItem), the claim
-	// transaction (fence and predecessor ConditionChecks, per-action
-	// updates), the claimed rows read once per batch (a Query of the seq
-	// range, or BatchGetItem; GetItem for reclaims, ADR 0003), the write
-	// fence and outcome writes, the lane tail's delete when a lane's last
-	// action ends, and one retention journal item per batch (PutItem, ADR
-	// 0010).
-	FunctionDrainer: {
-		{Actions: []string{
-			"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
-			"dynamodb:PutItem", "dynamodb:Query", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
-		}},
-		{Index: IndexDue, Actions: []string{"dynamodb:Query"}},
-	},
-	// reaper: expired leases and expired unstarted actions from the due
-	// index (the gauges come from the same pages), the base row's write
-	// fence (GetItem), and endings as the drainer writes them, journaled
-	// per partition (PutItem, ADR 0010).
-	FunctionReaper: {
-		{Actions: []string{
-			"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
-			"dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
-		}},
-		{Index: IndexDue, Actions: []string{"dynamodb:Query"}},
-	},
-	// retention: the retention journal's expired items (Query on the
-	// table, ADR 0010), the rows they list (BatchGetItem), deleted with
-	// their idempotency records (DeleteItem returns the old row) and then
-	// the journal item; the row cap reads DescribeTable's item count first
-	// and shrinks a partly trimmed journal item (UpdateItem).
-	FunctionRetention: {
-		{Actions: []string{
-			"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:Query", "dynamodb:UpdateItem",
-		}},
-	},
+// TableGrants is, per function, exactly the DynamoDB actions its code
+// calls: internal/functionroles/roles.json, which a test of the runtime
+// module derives from the requests each function's code makes (every item
+// of a transaction by its own action: there is no IAM action
+// "dynamodb:TransactWriteItems"). After a change to what the engine calls,
+// regenerate that file (docs/deploy.md, "Permissions"); the stack follows.
+var TableGrants = mustTableGrants()
+
+func mustTableGrants() map[FunctionName][]TableGrant {
+	roles, err := functionroles.Load()
+	if err != nil {
+		panic(err)
+	}
+	out := map[FunctionName][]TableGrant{}
+	for _, fn := range functionroles.Functions {
+		for _, res := range roles.Resources(fn) {
+			g := TableGrant{Actions: roles[fn][res]}
+			if res != functionroles.TableResource {
+				index, ok := strings.CutPrefix(res, "index/")
+				if !ok {
+					panic(fmt.Sprintf("functionroles: %s: resource %q is neither the table nor an index", fn, res))
+				}
+				g.Index = index
+			}
+			out[FunctionName(fn)] = append(out[FunctionName(fn)], g)
+		}
+	}
+	return out
 }
 
 // StreamReadActions are what the drainer's event-source mapping needs on the
