@@ -15,6 +15,7 @@ import (
 	"github.com/ferryhq/ferry/internal/ddblocal"
 	"github.com/ferryhq/ferry/internal/ddblocal/ddbhttp"
 	"github.com/ferryhq/ferry/internal/devstack"
+	"github.com/ferryhq/ferry/internal/operator"
 	"github.com/ferryhq/ferry/internal/outbox"
 	"github.com/ferryhq/ferry/internal/telemetry"
 )
@@ -27,6 +28,14 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newDevCommand(), newDynamoDBCommand(), newTableCommand(), newLocalCommand())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &operator.Error{Code: operator.ExitUsage, Err: err}
+	})
+	ops := &operatorFlags{}
+	for _, c := range newOperatorCommands(ops) {
+		ops.register(c)
+		root.AddCommand(c)
+	}
 	return root
 }
 

@@ -1,6 +1,8 @@
 // Command ferry is Ferry's command line: `ferry dev` runs the whole system on
-// one machine, `ferry dynamodb` serves the embedded DynamoDB over HTTP, and
-// `ferry table create` creates the table at a DynamoDB endpoint.
+// one machine, `ferry dynamodb` serves the embedded DynamoDB over HTTP,
+// `ferry table create` creates the table at a DynamoDB endpoint, and the
+// operator's commands (`ferry status`, `ferry actions`, `ferry subjects`)
+// read and act on any Ferry table. The exit code is operator.ExitCode's.
 package main
 
 import (
@@ -9,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ferryhq/ferry/internal/operator"
 )
 
 func main() {
@@ -17,6 +21,6 @@ func main() {
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)
 		stop()
-		os.Exit(1)
+		os.Exit(operator.ExitCode(err))
 	}
 }

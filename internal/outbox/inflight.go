@@ -536,13 +536,13 @@ const maxReapInflight = 1000
 // maxReapInflight entries, oldest lease first (the expired ones, which are
 // what the reaper ends, come first), and returns how many entries it left
 // unread for a later run: nothing is dropped silently.
-func (e *Engine) inflightRows(ctx context.Context, p int) ([]Action, int, error) {
+func (e *Engine) inflightRows(ctx context.Context, p int) (acts []Action, entries, unread int, err error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: key(partitionPK(p), skFence),
 		ProjectionExpression: aws.String("#inf"), ExpressionAttributeNames: map[string]string{"#inf": attrInflight},
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("error reading claim fence: %w", err)
+		return nil, 0, 0, fmt.Errorf("error reading claim fence: %w", err)
 	}
 	inf := decodeInflight(out.Item)
 	seqs := make([]int64, 0, len(inf))
@@ -550,18 +550,16 @@ func (e *Engine) inflightRows(ctx context.Context, p int) ([]Action, int, error)
 		seqs = append(seqs, seq)
 	}
 	byLease(seqs, inf)
-	left := 0
 	if len(seqs) > maxReapInflight {
-		left, seqs = len(seqs)-maxReapInflight, seqs[:maxReapInflight]
+		unread, seqs = len(seqs)-maxReapInflight, seqs[:maxReapInflight]
 	}
 	rows := map[int64]map[string]types.AttributeValue{}
-	unread, err := e.batchRead(ctx, p, seqs, rows)
+	left, err := e.batchRead(ctx, p, seqs, rows)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	left += unread
+	unread += left
 	now := e.clk.Now()
-	var acts []Action
 	for _, seq := range seqs {
 		it := rows[seq]
 		if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)) != StateEXECUTING || has(it, attrDuePK) {
@@ -571,5 +569,5 @@ func (e *Engine) inflightRows(ctx context.Context, p int) ([]Action, int, error)
 		a.Payload = nil
 		acts = append(acts, a)
 	}
-	return acts, left, nil
+	return acts, len(inf), unread, nil
 }

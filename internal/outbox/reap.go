@@ -59,47 +59,19 @@ func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
 func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (PartitionGauges, error) {
 	now := e.clk.Now().UTC()
 	g := PartitionGauges{Partition: p}
-	var rows []Action
-	inIndex := map[int64]bool{}
-	err := e.eachDuePage(ctx, dueQuery{partition: p}, func(page []dueRow) bool {
-		for _, r := range page {
-			rows = append(rows, r.a)
-			inIndex[r.a.Seq] = true
-		}
-		return true
-	})
+	bl, err := e.readBacklog(ctx, p, 0)
 	if err != nil {
 		return g, err
 	}
-	// Claimed actions are out of due: the fence's in-flight map names them.
-	// The reaper does not hold the fence, so it never writes the map; the
-	// entries of what it ends go with the next holder's claim.
-	inflight, unread, err := e.inflightRows(ctx, p)
-	if err != nil {
-		return g, err
-	}
-	g.InflightUnread = unread
-	at := map[int64]int{}
-	for i, a := range rows {
-		at[a.Seq] = i
-	}
-	for _, a := range inflight {
-		inIndex[a.Seq] = true
-		if i, ok := at[a.Seq]; ok {
-			rows[i] = a // a lagging index still shows the row before its claim
-			continue
-		}
-		rows = append(rows, a)
-	}
+	g.InflightUnread = bl.unread
+	rows := bl.rows
 	for i := range rows {
 		a := &rows[i]
 		ad, ok := e.reg.Decodes(a.Kind, a.Variant)
 		if !ok {
 			continue // rolling upgrade: not ours to count or end
 		}
-		// A lane's head: its predecessor is not live in the index.
-		head := a.LaneKey != "" && (a.PrevSeq == 0 || !inIndex[a.PrevSeq])
-		if err := e.reapOne(ctx, reapRow{a: a, class: ad.Spec().Class, head: head}, now, res, &g); err != nil {
+		if err := e.reapOne(ctx, reapRow{a: a, class: ad.Spec().Class, head: bl.laneHead(a)}, now, res, &g); err != nil {
 			return g, err
 		}
 	}

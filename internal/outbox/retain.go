@@ -302,19 +302,34 @@ func (e *Engine) shrinkJournal(ctx context.Context, j journalItem, done []int64)
 // the attempt is conditioned on the claim and finds nothing to change, and
 // nothing is sent again.
 func (e *Engine) EraseSubject(ctx context.Context, workspaceID, subjectID string) (int, error) {
-	if subjectID == "" {
+	return e.SubjectErase(ctx, SubjectEraseParams{WorkspaceID: workspaceID, SubjectID: subjectID})
+}
+
+// SubjectEraseParams names the subject SubjectErase erases.
+type SubjectEraseParams struct {
+	WorkspaceID string
+	SubjectID   string
+	// Progress, when set, is called with the running count after each
+	// action erased (an operator's progress bar).
+	Progress func(erased int)
+}
+
+// SubjectErase is EraseSubject with a progress callback.
+func (e *Engine) SubjectErase(ctx context.Context, p SubjectEraseParams) (int, error) {
+	if p.SubjectID == "" {
 		return 0, &ValidationError{Field: "subject_id", Message: "subject_id is required"}
 	}
 	// The tombstones it leaves go to one journal, written at the end.
 	jr := e.newJournal("erase")
-	n, err := e.eraseSubject(withJournal(ctx, jr), workspaceID, subjectID)
+	n, err := e.eraseSubject(withJournal(ctx, jr), p)
 	if jerr := jr.flush(context.WithoutCancel(ctx)); err == nil {
 		err = jerr
 	}
 	return n, err
 }
 
-func (e *Engine) eraseSubject(ctx context.Context, workspaceID, subjectID string) (int, error) {
+func (e *Engine) eraseSubject(ctx context.Context, ep SubjectEraseParams) (int, error) {
+	workspaceID, subjectID := ep.WorkspaceID, ep.SubjectID
 	n := 0
 	var start map[string]types.AttributeValue
 	for {
@@ -339,6 +354,9 @@ func (e *Engine) eraseSubject(ctx context.Context, workspaceID, subjectID string
 			}
 			out := &dynamodb.DeleteItemOutput{Attributes: old}
 			n++
+			if ep.Progress != nil {
+				ep.Progress(n)
+			}
 			if err := e.deleteIdem(ctx, out.Attributes); err != nil {
 				return n, err
 			}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/operator"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// operatorFlags are the flags every operator command shares: which table,
+// how to reach it, and how to answer.
+type operatorFlags struct {
+	target operator.Target
+	output string
+	yes    bool
+	// connect builds the session; tests replace it to use an embedded
+	// DynamoDB and a manual clock.
+	connect func(ctx context.Context, t operator.Target) (*operator.Session, error)
+}
+
+func envOr(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (o *operatorFlags) register(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	partitions, _ := strconv.Atoi(envOr("FERRY_PARTITIONS", strconv.Itoa(outbox.DefaultPartitions)))
+	retention, _ := time.ParseDuration(envOr("FERRY_RETENTION", outbox.DefaultRetention.String()))
+	f.StringVar(&o.target.Table, "table", envOr("FERRY_TABLE", outbox.DefaultTable), "the Ferry table (default $FERRY_TABLE or ferry)")
+	f.StringVar(&o.target.Region, "region", "", "AWS region (default: the AWS configuration's)")
+	f.StringVar(&o.target.Profile, "profile", "", "AWS shared configuration profile (default: the AWS configuration's)")
+	f.StringVar(&o.target.Endpoint, "dynamodb-endpoint", os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), "a DynamoDB endpoint instead of AWS's, e.g. ferry dynamodb or DynamoDB Local (default $AWS_ENDPOINT_URL_DYNAMODB)")
+	f.IntVar(&o.target.Partitions, "partitions", partitions, "the deployment's partitions, FERRY_PARTITIONS (ferry dev: 4)")
+	f.DurationVar(&o.target.Retention, "retention", retention, "the deployment's retention, FERRY_RETENTION")
+	f.StringVarP(&o.output, "output", "o", "table", "output: table or json")
+	f.BoolVar(&o.yes, "yes", false, "answer yes to confirmations (cancel, admit, erase)")
+}
+
+// session connects for one command and applies the output flags.
+func (o *operatorFlags) session(cmd *cobra.Command) (*operator.Session, error) {
+	if o.output != "table" && o.output != "json" {
+		return nil, &operator.Error{Code: operator.ExitUsage, Err: fmt.Errorf("--output %q: want table or json", o.output)}
+	}
+	connect := o.connect
+	if connect == nil {
+		connect = func(ctx context.Context, t operator.Target) (*operator.Session, error) {
+			db, err := operator.Client(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			s, err := operator.NewSession(ctx, db, clock.System{}, t)
+			if err != nil {
+				return nil, err
+			}
+			s.Interactive = operator.IsTerminal(os.Stdin) && operator.IsTerminal(os.Stderr)
+			return s, nil
+		}
+	}
+	s, err := connect(cmd.Context(), o.target)
+	if err != nil {
+		return nil, err
+	}
+	s.Out, s.Err = cmd.OutOrStdout(), cmd.ErrOrStderr()
+	s.In = cmd.InOrStdin()
+	s.JSON, s.Yes = o.output == "json", o.yes
+	return s, nil
+}
+
+// args checks a command's argument count as a usage error.
+func args(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if len(a) != n {
+			return &operator.Error{Code: operator.ExitUsage, Err: fmt.Errorf("%s takes %s", cmd.CommandPath(), names)}
+		}
+		return nil
+	}
+}
+
+func newOperatorCommands(o *operatorFlags) []*cobra.Command {
+	return []*cobra.Command{newStatusCommand(o), newActionsCommand(o), newSubjectsCommand(o)}
+}
+
+func newStatusCommand(o *operatorFlags) *cobra.Command {
+	var p operator.StatusParams
+	var since string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Per partition and in total: backlog, claimed, oldest due age, stuck lane heads, in-flight entries, ended today by outcome",
+		Long: `Reads, without writing, what the reaper's gauges measure for every partition
+and in total — due and claimed actions, lease-expired and waiting ones, stuck
+lane heads, the oldest due age, the claim fences' in-flight entries — and the
+actions ended since --since (default: today, UTC) by outcome. Its reads are
+bounded per partition (--max-due-pages, --max-ended-rows); it prints the
+DynamoDB read units it used.`,
+		Args: args(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if since != "" {
+				t, err := parseSince(since, time.Now())
+				if err != nil {
+					return &operator.Error{Code: operator.ExitUsage, Err: err}
+				}
+				p.Since = t
+			}
+			s, err := o.session(cmd)
+			if err != nil {
+				return err
+			}
+			return s.Status(cmd.Context(), p)
+		},
+	}
+	cmd.Flags().StringVar(&since, "since", "", "count endings since this time: RFC 3339, or a duration ago such as 24h (default: today, UTC)")
+	cmd.Flags().IntVar(&p.MaxDuePages, "max-due-pages", outbox.DefaultStatusDuePages, "due-index pages read per partition (1 MB each)")
+	cmd.Flags().IntVar(&p.MaxEndedRows, "max-ended-rows", outbox.DefaultStatusEndedRows, "ended rows read per partition")
+	return cmd
+}
+
+// parseSince reads --since: an RFC 3339 time, or a duration before now.
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time or a duration such as 24h", v)
+}
+
+func newActionsCommand(o *operatorFlags) *cobra.Command {
+	actions := &cobra.Command{Use: "actions", Short: "List, read, cancel or admit actions"}
+	var lp operator.ListParams
+	var state string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List actions (every workspace unless --workspace), filtered by state, lane, subject or kind; paged",
+		Long: `Lists actions in key order, one page at a time (--limit, then --cursor from
+the previous page). With --subject it reads the subject index, with --lane the
+lane's partition (both need --workspace); otherwise it scans the table, which
+costs what the table holds: it prints the rows it examined and the read units.`,
+		Args: args(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			lp.State = outbox.State(strings.ToUpper(state))
+			s, err := o.session(cmd)
+			if err != nil {
+				return err
+			}
+			return s.List(cmd.Context(), lp)
+		},
+	}
+	f := list.Flags()
+	f.StringVar(&lp.WorkspaceID, "workspace", "", "only this workspace")
+	f.StringVar(&state, "state", "", "only this state: PROPOSED, ADMITTED, EXECUTING, DONE, UNCERTAIN, FAILED, CANCELLED")
+	f.StringVar(&lp.LaneKey, "lane", "", "only this lane (with --workspace)")
+	f.StringVar(&lp.SubjectID, "subject", "", "only this subject (with --workspace)")
+	f.StringVar(&lp.Kind, "kind", "", "only this kind")
+	f.IntVar(&lp.Limit, "limit", 50, "actions per page (at most 1000)")
+	f.StringVar(&lp.Cursor, "cursor", "", "the page after the one that printed this cursor")
+	f.IntVar(&lp.MaxRows, "max-rows", outbox.DefaultFindRows, "rows examined at most for one page")
+
+	one := func(use, short string, run func(s *operator.Session, cmd *cobra.Command, id string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " ID", Short: short, Args: args(1, "one action id"),
+			RunE: func(cmd *cobra.Command, a []string) error {
+				s, err := o.session(cmd)
+				if err != nil {
+					return err
+				}
+				return run(s, cmd, a[0])
+			},
+		}
+	}
+	get := one("get", "The action, its lane neighbours, its latest attempt, and what to enqueue again once ended",
+		func(s *operator.Session, cmd *cobra.Command, id string) error { return s.Get(cmd.Context(), id) })
+	cancel := one("cancel", "Cancel a PROPOSED or ADMITTED action that has not started (asks first unless --yes)",
+		func(s *operator.Session, cmd *cobra.Command, id string) error { return s.Cancel(cmd.Context(), id) })
+	admit := one("admit", "Admit a PROPOSED action: it becomes due now (asks first unless --yes)",
+		func(s *operator.Session, cmd *cobra.Command, id string) error { return s.Admit(cmd.Context(), id) })
+	retry := one("retry", "There is no retry: an ended action never changes. Says what the application must enqueue again",
+		func(s *operator.Session, cmd *cobra.Command, id string) error { return s.Retry(cmd.Context(), id) })
+	actions.AddCommand(list, get, cancel, admit, retry)
+	return actions
+}
+
+func newSubjectsCommand(o *operatorFlags) *cobra.Command {
+	subjects := &cobra.Command{Use: "subjects", Short: "Erase a subject's actions"}
+	var p operator.EraseParams
+	erase := &cobra.Command{
+		Use:   "erase SUBJECT",
+		Short: "Erase a subject's actions, idempotency records and delivery evidence (every workspace unless --workspace)",
+		Long: `Counts the subject's actions by state (and stops there with --dry-run), asks
+(unless --yes), then erases them with the engine's erasure, showing progress
+on a terminal. Without --workspace it finds the workspaces holding the subject
+by scanning the subject index (keys only).`,
+		Args: args(1, "one subject id"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			p.SubjectID = a[0]
+			p.AllWorkspaces = !cmd.Flags().Changed("workspace")
+			s, err := o.session(cmd)
+			if err != nil {
+				return err
+			}
+			return s.Erase(cmd.Context(), p)
+		},
+	}
+	erase.Flags().StringVar(&p.WorkspaceID, "workspace", "", "erase in this workspace only (default: every workspace)")
+	erase.Flags().BoolVar(&p.DryRun, "dry-run", false, "count what would be erased; erase nothing")
+	subjects.AddCommand(erase)
+	return subjects
+}

@@ -1,0 +1,133 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+type testBundle struct {
+	ctx context.Context
+	clk *clock.Manual
+	db  *ddblocal.DB
+	s   *Session
+	out *bytes.Buffer
+	err *bytes.Buffer
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	e, err := outbox.New(db, clk, outbox.NewRegistry(), outbox.Config{Table: "ferry", Partitions: 2})
+	require.NoError(t, err)
+	require.NoError(t, e.EnsureTable(ctx))
+	s, err := NewSession(ctx, db, clk, Target{Table: "ferry", Partitions: 2})
+	require.NoError(t, err)
+	tb := &testBundle{ctx: ctx, clk: clk, db: db, s: s, out: &bytes.Buffer{}, err: &bytes.Buffer{}}
+	s.Out, s.Err = tb.out, tb.err
+	return tb
+}
+
+func (tb *testBundle) enqueue(t *testing.T, p outbox.EnqueueParams) outbox.Action {
+	t.Helper()
+	if p.Kind == "" {
+		p.Kind = "webhook"
+	}
+	if p.WorkspaceID == "" {
+		p.WorkspaceID = "default"
+	}
+	p.Payload = json.RawMessage(`{"url":"https://example.com/hook"}`)
+	r, err := tb.s.Engine.Enqueue(tb.ctx, p)
+	require.NoError(t, err)
+	return r.Action
+}
+
+func TestMeterAddsUpWhatDynamoDBReports(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	before := tb.s.Meter.Usage()
+	require.Equal(t, 2, before.Calls, "the session checked the table and its partitions")
+	tb.enqueue(t, outbox.EnqueueParams{})
+	u := tb.s.Meter.Usage()
+	require.Greater(t, u.WriteUnits, 0.0, "an enqueue writes")
+	require.NoError(t, tb.s.Status(tb.ctx, StatusParams{}))
+	after := tb.s.Meter.Usage()
+	require.Greater(t, after.ReadUnits, u.ReadUnits)
+	require.Equal(t, u.WriteUnits, after.WriteUnits, "status only reads")
+	require.Contains(t, tb.out.String(), "read units")
+}
+
+func TestConfirmOnATerminal(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	a := tb.enqueue(t, outbox.EnqueueParams{})
+	tb.s.Interactive = true
+	tb.s.In = strings.NewReader("n\n")
+	err := tb.s.Cancel(tb.ctx, a.ID)
+	require.Equal(t, ExitNotConfirmed, ExitCode(err))
+	require.Contains(t, tb.err.String(), "[y/N]")
+	got, err := tb.s.Engine.ActionGet(tb.ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateADMITTED, got.State, "not cancelled")
+
+	tb.s.In = strings.NewReader("y\n")
+	require.NoError(t, tb.s.Cancel(tb.ctx, a.ID))
+	got, err = tb.s.Engine.ActionGet(tb.ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateCANCELLED, got.State)
+}
+
+func TestEraseDrawsProgressOnATerminal(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	for range 3 {
+		tb.enqueue(t, outbox.EnqueueParams{SubjectID: "s"})
+	}
+	tb.enqueue(t, outbox.EnqueueParams{WorkspaceID: "other", SubjectID: "s"})
+	tb.s.Interactive, tb.s.Yes = true, true
+	require.NoError(t, tb.s.Erase(tb.ctx, EraseParams{SubjectID: "s", AllWorkspaces: true}))
+	require.Contains(t, tb.err.String(), "] 4/4")
+	require.Contains(t, tb.out.String(), "subject s: 4 actions (default: ADMITTED 3; other: ADMITTED 1)")
+	require.Contains(t, tb.out.String(), "erased 4 actions")
+}
+
+func TestRetryExplainsThereIsNone(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "order-7", IdempotencyKey: "k", SubjectID: "acct"})
+	err := tb.s.Retry(tb.ctx, a.ID)
+	require.Equal(t, ExitRefused, ExitCode(err))
+	require.Contains(t, err.Error(), "not ended")
+	_, err = tb.s.Engine.Cancel(tb.ctx, a.ID)
+	require.NoError(t, err)
+	err = tb.s.Retry(tb.ctx, a.ID)
+	require.Equal(t, ExitRefused, ExitCode(err))
+	require.Equal(t, "An ended action never changes: there is no retry of "+a.ID+". To try again, the application enqueues a new action: "+
+		"kind webhook, workspace_id default, lane_key order-7, subject_id acct, and its payload (an ended action keeps none), "+
+		"with a new idempotency_key (k returns this action while it is retained).", err.Error())
+}
+
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, ExitOK, ExitCode(nil))
+	require.Equal(t, ExitNotFound, ExitCode(outbox.ErrNotFound))
+	require.Equal(t, ExitRefused, ExitCode(&outbox.TransitionError{ID: "1-1", From: outbox.StateDONE, To: outbox.StateCANCELLED}))
+	require.Equal(t, ExitUsage, ExitCode(&outbox.ValidationError{Field: "limit"}))
+	denied := &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "not authorized to perform: dynamodb:Scan"}
+	require.Equal(t, ExitDenied, ExitCode(denied))
+	require.Contains(t, classify(denied).Error(), "dynamodb:Scan", "the message names the permission")
+	require.Equal(t, ExitFailed, ExitCode(errors.New("boom")))
+}

@@ -1,0 +1,234 @@
+package outbox
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ActionFindParams filters an operator's listing. Unlike ActionListParams
+// it may span every workspace (WorkspaceID empty), and it can follow a
+// subject or select a kind. LaneKey and SubjectID need WorkspaceID (both
+// are named within a workspace).
+type ActionFindParams struct {
+	WorkspaceID string // optional
+	State       State  // optional
+	LaneKey     string // optional; reads only the lane's partition
+	SubjectID   string // optional; reads the subject index
+	Kind        string // optional
+	Limit       int    // default 50, at most 1000
+	Cursor      string // from a previous result
+	// MaxRows bounds the rows one call examines, matching or not (a
+	// filtered scan may read many rows for few matches): the page comes
+	// back short, with a cursor. Default DefaultFindRows.
+	MaxRows int
+}
+
+// DefaultFindRows is ActionFindParams.MaxRows's default.
+const DefaultFindRows = 10000
+
+// ActionFindResult is one page of an operator's listing.
+type ActionFindResult struct {
+	Actions    []Action
+	NextCursor string // empty when nothing is left
+	// Examined counts the rows read for this page.
+	Examined int
+}
+
+// findCursor is where a listing goes on: the source it reads and the last
+// key it read there.
+type findCursor struct {
+	Source string            `json:"s"`
+	Key    map[string]string `json:"k"`
+}
+
+// ActionFind lists actions for an operator, in key order: with a subject
+// it reads the subject index (keys only) and the rows it names; with a lane
+// it queries the lane's partition; otherwise it scans the table, which
+// costs what the table holds (the operator asked for every workspace, or
+// for a workspace without an index of its own). Erasure tombstones and
+// rows whose TTL passed are left out.
+func (e *Engine) ActionFind(ctx context.Context, p ActionFindParams) (*ActionFindResult, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	source := "scan"
+	switch {
+	case p.SubjectID != "":
+		source = "subject"
+	case p.LaneKey != "":
+		source = "lane"
+	}
+	var start map[string]types.AttributeValue
+	if p.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
+		var c findCursor
+		if err == nil {
+			err = json.Unmarshal(raw, &c)
+		}
+		if err != nil || c.Source != source || len(c.Key) == 0 {
+			return nil, &ValidationError{Field: "cursor", Message: "malformed cursor, or one of another listing"}
+		}
+		start = map[string]types.AttributeValue{}
+		for k, v := range c.Key {
+			start[k] = avS(v)
+		}
+	}
+	res := &ActionFindResult{}
+	now := e.clk.Now()
+	for len(res.Actions) < p.Limit && res.Examined < p.MaxRows {
+		limit := int32(min(p.MaxRows-res.Examined, 1000))
+		items, last, scanned, err := e.findPage(ctx, source, p, start, limit)
+		if err != nil {
+			return nil, err
+		}
+		res.Examined += scanned
+		for i, it := range items {
+			if a, ok := decodeAction(it); ok && has(it, attrKind) && !expiredByTTL(it, now) && p.matches(&a) {
+				res.Actions = append(res.Actions, a)
+			}
+			if len(res.Actions) == p.Limit && i < len(items)-1 {
+				last = findKey(source, it)
+				break
+			}
+		}
+		if last == nil {
+			return res, nil
+		}
+		start = last
+	}
+	c := findCursor{Source: source, Key: map[string]string{}}
+	for k, v := range start {
+		c.Key[k] = getS(map[string]types.AttributeValue{k: v}, k)
+	}
+	b, _ := json.Marshal(c)
+	res.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+	return res, nil
+}
+
+func (p *ActionFindParams) validate() error {
+	if p.Limit == 0 {
+		p.Limit = 50
+	}
+	if p.MaxRows == 0 {
+		p.MaxRows = DefaultFindRows
+	}
+	switch {
+	case p.Limit < 0 || p.Limit > 1000:
+		return &ValidationError{Field: "limit", Message: "must be between 1 and 1000"}
+	case p.MaxRows < 0:
+		return &ValidationError{Field: "max_rows", Message: "must be positive"}
+	case p.State != "" && !p.State.Valid():
+		return &ValidationError{Field: "state", Message: fmt.Sprintf("unknown state %q", p.State)}
+	case (p.LaneKey != "" || p.SubjectID != "") && p.WorkspaceID == "":
+		return &ValidationError{Field: "workspace_id", Message: "a lane or a subject is named within a workspace: name the workspace too"}
+	}
+	return nil
+}
+
+func (p *ActionFindParams) matches(a *Action) bool {
+	return (p.WorkspaceID == "" || a.WorkspaceID == p.WorkspaceID) && (p.State == "" || a.State == p.State) &&
+		(p.LaneKey == "" || a.LaneKey == p.LaneKey) && (p.SubjectID == "" || a.SubjectID == p.SubjectID) &&
+		(p.Kind == "" || a.Kind == p.Kind)
+}
+
+// findKey is the key a listing of source goes on from after item it.
+func findKey(source string, it map[string]types.AttributeValue) map[string]types.AttributeValue {
+	k := key(getS(it, attrPK), getS(it, attrSK))
+	if source == "subject" {
+		k[attrSubPK] = avS(getS(it, attrSubPK))
+	}
+	return k
+}
+
+// findPage reads one page of source: up to limit rows from start, the key
+// to go on from (nil at the end) and how many rows it examined.
+func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams, start map[string]types.AttributeValue, limit int32) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, int, error) {
+	switch source {
+	case "subject":
+		return e.findSubjectPage(ctx, p, start, limit)
+	case "lane":
+		part := LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
+		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
+			TableName: e.table(), KeyConditionExpression: aws.String("#pk = :pk AND begins_with(#sk, :a)"),
+			FilterExpression:          aws.String("#lane = :lane AND #ws = :ws"),
+			ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK, "#lane": attrLane, "#ws": attrWorkspace},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS(partitionPK(part)), ":a": avS("A#"), ":lane": avS(p.LaneKey), ":ws": avS(p.WorkspaceID)},
+			ExclusiveStartKey:         start, Limit: aws.Int32(limit),
+		})
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("error listing the lane's actions: %w", err)
+		}
+		return q.Items, q.LastEvaluatedKey, int(q.ScannedCount), nil
+	}
+	filter := "begins_with(#sk, :a) AND attribute_exists(#kind)"
+	names := map[string]string{"#sk": attrSK, "#kind": attrKind}
+	vals := map[string]types.AttributeValue{":a": avS("A#")}
+	for _, f := range []struct{ attr, val string }{{attrWorkspace, p.WorkspaceID}, {attrState, string(p.State)}, {attrKind, p.Kind}} {
+		if f.val != "" {
+			filter += fmt.Sprintf(" AND #f%d = :f%d", len(vals), len(vals))
+			names[fmt.Sprintf("#f%d", len(vals))] = f.attr
+			vals[fmt.Sprintf(":f%d", len(vals))] = avS(f.val)
+		}
+	}
+	s, err := e.db.Scan(ctx, &dynamodb.ScanInput{
+		TableName: e.table(), FilterExpression: aws.String(filter), ExpressionAttributeNames: names,
+		ExpressionAttributeValues: vals, ExclusiveStartKey: start, Limit: aws.Int32(limit),
+	})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("error scanning for actions: %w", err)
+	}
+	return s.Items, s.LastEvaluatedKey, int(s.ScannedCount), nil
+}
+
+// findSubjectPage reads a page of the subject's index entries and the
+// action rows they name (records and tombstones are skipped).
+func (e *Engine) findSubjectPage(ctx context.Context, p ActionFindParams, start map[string]types.AttributeValue, limit int32) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, int, error) {
+	q, err := e.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: e.table(), IndexName: aws.String(IndexSubject),
+		KeyConditionExpression:    aws.String("#spk = :spk"),
+		ExpressionAttributeNames:  map[string]string{"#spk": attrSubPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":spk": avS(subPK(p.WorkspaceID, p.SubjectID))},
+		ExclusiveStartKey:         start, Limit: aws.Int32(limit),
+	})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("error reading subject index: %w", err)
+	}
+	var keys []map[string]types.AttributeValue
+	for _, it := range q.Items {
+		if _, ok := seqFromActionSK(getS(it, attrSK)); ok {
+			keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+		}
+	}
+	rows := map[string]map[string]types.AttributeValue{}
+	for len(keys) > 0 {
+		n := min(len(keys), 100)
+		r, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {Keys: keys[:n]}},
+		})
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("error reading the subject's actions: %w", err)
+		}
+		for _, it := range r.Responses[e.cfg.Table] {
+			rows[getS(it, attrPK)+"/"+getS(it, attrSK)] = it
+		}
+		keys = keys[n:]
+		if un, ok := r.UnprocessedKeys[e.cfg.Table]; ok {
+			keys = append(keys, un.Keys...)
+		}
+	}
+	// In index order; each row carries its index key, so a page that stops
+	// within it goes on from there.
+	var out []map[string]types.AttributeValue
+	for _, it := range q.Items {
+		if row := rows[getS(it, attrPK)+"/"+getS(it, attrSK)]; row != nil {
+			out = append(out, row)
+		}
+	}
+	return out, q.LastEvaluatedKey, int(q.ScannedCount), nil
+}
