@@ -44,8 +44,8 @@ func (db *DB) batchGet(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOu
 	names := sortedKeys(in.RequestItems)
 	projs := map[string]*projector{}
 	for _, name := range names {
-		ka := in.RequestItems[name]
-		if err := refuseLegacy(len(ka.AttributesToGet) > 0, "AttributesToGet", "ProjectionExpression"); err != nil {
+		ka, err := legacyKeysAndAttributes(in.RequestItems[name])
+		if err != nil {
 			return nil, err
 		}
 		if len(ka.Keys) == 0 {

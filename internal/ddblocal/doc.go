@@ -26,7 +26,9 @@
 // The Go API gives what tests, the local stack and the simulator need:
 //   - an injected clock (WithClock) for TTL, token windows, index lag and
 //     change timestamps;
-//   - the change feed (Changes, Watch) of tables with a stream;
+//   - the change feed (Changes, Watch) of tables with a stream, and the
+//     DynamoDB Streams API over it (streams.go; StreamsAPI);
+//   - persistence in a data directory (Open, Close; persist.go);
 //   - cumulative consumed capacity per table and index (Capacity), by
 //     AWS's billing rules;
 //   - deterministic fault injection (WithFaults, WithSeed, FaultPlan): fail
@@ -37,8 +39,6 @@
 //
 // # Not implemented
 //
-// PartiQL, backups and restores, global tables, Kinesis streaming, the
-// legacy parameters (Expected, AttributeUpdates, KeyConditions, QueryFilter,
-// ScanFilter, AttributesToGet: refused with a ValidationException),
+// PartiQL, backups and restores, global tables, Kinesis streaming,
 // ReturnItemCollectionMetrics, and item-collection size limits.
 package ddblocal

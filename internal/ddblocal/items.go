@@ -10,13 +10,6 @@ import (
 	"github.com/ferryhq/ferry/internal/ddblocal/expr"
 )
 
-func refuseLegacy(present bool, param, replacement string) error {
-	if present {
-		return validationError("ddblocal does not support the legacy parameter %s; use %s", param, replacement)
-	}
-	return nil
-}
-
 // conditionFailure books the write capacity a failed condition still costs
 // and returns ConditionalCheckFailedException, with the item when ALL_OLD
 // was asked.
@@ -47,7 +40,8 @@ func (db *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(
 }
 
 func (db *DB) putItem(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
-	if err := refuseLegacy(len(in.Expected) > 0, "Expected", "ConditionExpression"); err != nil {
+	in, err := legacyPutItem(in)
+	if err != nil {
 		return nil, err
 	}
 	switch in.ReturnValues {
@@ -122,7 +116,8 @@ func (db *DB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _ ...func(
 }
 
 func (db *DB) getItem(in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
-	if err := refuseLegacy(len(in.AttributesToGet) > 0, "AttributesToGet", "ProjectionExpression"); err != nil {
+	in, err := legacyGetItem(in)
+	if err != nil {
 		return nil, err
 	}
 	x, err := newExprs(in.ExpressionAttributeNames, nil)
@@ -172,7 +167,8 @@ func (db *DB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _ ..
 }
 
 func (db *DB) deleteItem(in *dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error) {
-	if err := refuseLegacy(len(in.Expected) > 0, "Expected", "ConditionExpression"); err != nil {
+	in, err := legacyDeleteItem(in)
+	if err != nil {
 		return nil, err
 	}
 	switch in.ReturnValues {
@@ -245,10 +241,8 @@ func (db *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ..
 }
 
 func (db *DB) updateItem(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
-	if err := refuseLegacy(len(in.Expected) > 0, "Expected", "ConditionExpression"); err != nil {
-		return nil, err
-	}
-	if err := refuseLegacy(len(in.AttributeUpdates) > 0, "AttributeUpdates", "UpdateExpression"); err != nil {
+	in, legacy, err := legacyUpdateItem(in)
+	if err != nil {
 		return nil, err
 	}
 	switch in.ReturnValues {
@@ -304,6 +298,7 @@ func (db *DB) updateItem(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutp
 		return nil, conditionFailure(old, in.ReturnValuesOnConditionCheckFailure)
 	}
 	newItem, newSize, _, err := t.schema.applyUpdate(upd, old, in.Key)
+	err = legacyUpdateError(err, legacy)
 	if err != nil {
 		return nil, err
 	}

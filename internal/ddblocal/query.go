@@ -334,13 +334,8 @@ func (db *DB) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*dyn
 }
 
 func (db *DB) query(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
-	if err := refuseLegacy(len(in.KeyConditions) > 0, "KeyConditions", "KeyConditionExpression"); err != nil {
-		return nil, err
-	}
-	if err := refuseLegacy(len(in.QueryFilter) > 0, "QueryFilter", "FilterExpression"); err != nil {
-		return nil, err
-	}
-	if err := refuseLegacy(len(in.AttributesToGet) > 0, "AttributesToGet", "ProjectionExpression"); err != nil {
+	in, legacy, err := legacyQuery(in)
+	if err != nil {
 		return nil, err
 	}
 	if in.KeyConditionExpression == nil {
@@ -389,6 +384,9 @@ func (db *DB) query(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
 	}
 	if in.FilterExpression != nil {
 		if k := filterKeyAttribute(*in.FilterExpression, in.ExpressionAttributeNames, tg.keys.names()); k != "" {
+			if legacy.queryFilter {
+				return nil, validationError("QueryFilter can only contain non-key attributes: Primary key attribute: %s", k)
+			}
 			return nil, validationError("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", k)
 		}
 	}
@@ -451,10 +449,8 @@ func (db *DB) Scan(ctx context.Context, in *dynamodb.ScanInput, _ ...func(*dynam
 }
 
 func (db *DB) scan(in *dynamodb.ScanInput) (*dynamodb.ScanOutput, error) {
-	if err := refuseLegacy(len(in.ScanFilter) > 0, "ScanFilter", "FilterExpression"); err != nil {
-		return nil, err
-	}
-	if err := refuseLegacy(len(in.AttributesToGet) > 0, "AttributesToGet", "ProjectionExpression"); err != nil {
+	in, err := legacyScan(in)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkLimit(in.Limit); err != nil {
