@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -53,6 +55,11 @@ func newPrincipal(id string, workspaces []string) *Principal {
 // BearerTokens authenticates `Authorization: Bearer <token>` against a fixed
 // map from token to workspaces (`ferry dev --token TOKEN=WS1,WS2`).
 type BearerTokens struct {
+	// key keys the tokens' digests: random, made anew by every
+	// NewBearerTokens, so the name a token is logged under (a prefix of its
+	// digest) cannot be computed, nor a short token recovered, by anyone
+	// who reads the logs.
+	key    [32]byte
 	tokens []bearerToken
 }
 
@@ -66,6 +73,9 @@ type bearerToken struct {
 // map. Tokens are compared in constant time (through their digests).
 func NewBearerTokens(tokens map[string][]string) (*BearerTokens, error) {
 	b := &BearerTokens{}
+	if _, err := rand.Read(b.key[:]); err != nil {
+		return nil, fmt.Errorf("bearer tokens: %w", err)
+	}
 	i := 0
 	for tok, wss := range tokens {
 		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
@@ -76,9 +86,10 @@ func NewBearerTokens(tokens map[string][]string) (*BearerTokens, error) {
 			return nil, fmt.Errorf("bearer token %d: no valid workspaces", i)
 		}
 		i++
-		b.tokens = append(b.tokens, bearerToken{digest: sha256.Sum256([]byte(tok)), workspaces: p.Workspaces})
+		b.tokens = append(b.tokens, bearerToken{digest: b.digest(tok), workspaces: p.Workspaces})
 	}
-	// Name tokens by position, never by value: the name goes to logs.
+	// Name tokens by their keyed digest, never by value: the name goes to
+	// logs.
 	slices.SortFunc(b.tokens, func(x, y bearerToken) int { return strings.Compare(string(x.digest[:]), string(y.digest[:])) })
 	for i := range b.tokens {
 		b.tokens[i].name = fmt.Sprintf("token-%x", b.tokens[i].digest[:4])
@@ -96,7 +107,7 @@ func (b *BearerTokens) Authenticate(r *http.Request) (*Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return nil, errBadCredentials
 	}
-	d := sha256.Sum256([]byte(tok))
+	d := b.digest(tok)
 	var match *bearerToken
 	for i := range b.tokens {
 		if subtle.ConstantTimeCompare(d[:], b.tokens[i].digest[:]) == 1 {
@@ -107,6 +118,15 @@ func (b *BearerTokens) Authenticate(r *http.Request) (*Principal, error) {
 		return nil, errBadCredentials
 	}
 	return &Principal{ID: match.name, Workspaces: match.workspaces}, nil
+}
+
+// digest is the token's HMAC-SHA256 under the authenticator's key.
+func (b *BearerTokens) digest(tok string) [sha256.Size]byte {
+	mac := hmac.New(sha256.New, b.key[:])
+	mac.Write([]byte(tok))
+	var d [sha256.Size]byte
+	copy(d[:], mac.Sum(nil))
+	return d
 }
 
 // gatewayContext returns the API Gateway (HTTP API, payload 2.0) request

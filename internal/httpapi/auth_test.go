@@ -136,3 +136,26 @@ func TestBearerTokens(t *testing.T) {
 	_, err = NewBearerTokens(map[string][]string{"t t": {"a"}})
 	require.Error(t, err)
 }
+
+// TestBearerTokenFingerprintIsKeyed: the name a token is logged under is a
+// keyed hash with a key of this process, so a short token cannot be found
+// from its log lines offline. Before issue 13 it was the first 32 bits of
+// the token's unsalted SHA-256: "a" was logged as token-ca978112.
+func TestBearerTokenFingerprintIsKeyed(t *testing.T) {
+	t.Parallel()
+	name := func() string {
+		b, err := NewBearerTokens(map[string][]string{"a": {"ws"}})
+		require.NoError(t, err)
+		r := httptest.NewRequest(http.MethodGet, "/v1/actions", nil)
+		r.Header.Set("Authorization", "Bearer a")
+		p, err := b.Authenticate(r)
+		require.NoError(t, err)
+		require.NotNil(t, p)
+		require.Equal(t, []string{"ws"}, p.Workspaces)
+		return p.ID
+	}
+	first, second := name(), name()
+	require.NotEqual(t, "token-ca978112", first, "the unsalted SHA-256 of \"a\"")
+	require.Regexp(t, `^token-[0-9a-f]{8}$`, first)
+	require.NotEqual(t, first, second, "each authenticator keys its fingerprints anew")
+}
