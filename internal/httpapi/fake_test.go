@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -86,6 +87,10 @@ func (f *fakeOutbox) build(p outbox.EnqueueParams) outbox.Action {
 
 func (f *fakeOutbox) Enqueue(ctx context.Context, p outbox.EnqueueParams) (*outbox.EnqueueResult, error) {
 	res, err := f.EnqueueBatch(ctx, []outbox.EnqueueParams{p})
+	var item *outbox.BatchItemError
+	if errors.As(err, &item) {
+		return nil, item.Err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +103,9 @@ func (f *fakeOutbox) EnqueueBatch(_ context.Context, ps []outbox.EnqueueParams) 
 	if err := f.enter("Enqueue"); err != nil {
 		return nil, err
 	}
-	for _, p := range ps {
+	for i, p := range ps {
 		if err := f.validate(p); err != nil {
-			return nil, err
+			return nil, &outbox.BatchItemError{Index: i, Err: err}
 		}
 	}
 	out := make([]outbox.EnqueueResult, len(ps))

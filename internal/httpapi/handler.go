@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/internal/clock"
@@ -222,6 +223,10 @@ func (h *Handler) toAPIError(ctx context.Context, err error) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	var item *outbox.BatchItemError
+	if errors.As(err, &item) {
+		return inItem(h.toAPIError(ctx, item.Err), fmt.Sprintf("actions[%d]", item.Index))
+	}
 	var te *outbox.TransitionError
 	var ve *outbox.ValidationError
 	var pe *outbox.PayloadError
@@ -252,6 +257,20 @@ func (h *Handler) toAPIError(ctx context.Context, err error) *apiError {
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeThrottled, Message: "the table is busy; retry after a short wait"}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+}
+
+// inItem names the batch item an error is about: its field, and the
+// message, which starts with the field, gain the item's path.
+func inItem(ae *apiError, item string) *apiError {
+	out := *ae
+	msg := ae.Message
+	out.Field = item
+	if ae.Field != "" {
+		msg = strings.TrimPrefix(msg, ae.Field+": ")
+		out.Field = item + "." + ae.Field
+	}
+	out.Message = out.Field + ": " + msg
+	return &out
 }
 
 // readBody reads at most MaxBody bytes of the request body.

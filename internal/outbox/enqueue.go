@@ -190,13 +190,14 @@ func (e *Engine) validateBatch(ps []EnqueueParams, now time.Time) ([]validEnqueu
 		p := &ps[i]
 		ad, variant, err := e.validateEnqueue(p, now)
 		if err != nil {
-			return nil, err
+			return nil, &BatchItemError{Index: i, Err: err}
 		}
 		valid[i] = validEnqueue{ad, variant}
 		if p.IdempotencyKey != "" {
 			k := p.WorkspaceID + "\x00" + p.IdempotencyKey
 			if keys[k] {
-				return nil, &ValidationError{Field: "idempotency_key", Message: fmt.Sprintf("key %q appears twice in one batch", p.IdempotencyKey)}
+				return nil, &BatchItemError{Index: i, Err: &ValidationError{Field: "idempotency_key",
+					Message: fmt.Sprintf("key %q appears twice in one batch", p.IdempotencyKey)}}
 			}
 			keys[k] = true
 		}
@@ -364,6 +365,10 @@ func (e *Engine) readTail(ctx context.Context, part int, lid laneID) (int64, err
 // nothing.
 func (e *Engine) Enqueue(ctx context.Context, p EnqueueParams) (*EnqueueResult, error) {
 	rs, err := e.EnqueueBatch(ctx, []EnqueueParams{p})
+	var item *BatchItemError
+	if errors.As(err, &item) {
+		return nil, item.Err // a batch of one: no item to name
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -396,6 +401,10 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueu
 		}
 		prs, laneItems, err := e.prepare(ctx, sub)
 		if err != nil {
+			var item *BatchItemError
+			if errors.As(err, &item) {
+				item.Index = pending[item.Index] // sub's index -> ps's
+			}
 			return nil, err
 		}
 		existing, err := e.writeEnqueue(ctx, prs, laneItems)

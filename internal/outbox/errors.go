@@ -49,3 +49,18 @@ type TooLargeError struct {
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("outbox: payload of %d bytes is over the limit of %d bytes", e.Size, e.Max)
 }
+
+// BatchItemError says which action of a batch (EnqueueBatch) was refused:
+// Err is the refusal (a *ValidationError, *PayloadError, *TooLargeError or
+// ErrUnknownKind), Index the action's position in the batch. Enqueue
+// returns Err itself.
+type BatchItemError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchItemError) Error() string {
+	return fmt.Sprintf("outbox: action %d of the batch: %v", e.Index, e.Err)
+}
+
+func (e *BatchItemError) Unwrap() error { return e.Err }
