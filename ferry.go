@@ -129,12 +129,14 @@ var (
 )
 
 // TransitionError (a refused state change), ValidationError (a field
-// refused, named) and TooLargeError (a payload over the limit) carry data;
-// match them with errors.As.
+// refused, named), TooLargeError (a payload over the limit) and
+// BatchItemError (which action of a batch was refused, wrapping why) carry
+// data; match them with errors.As.
 type (
 	TransitionError = outbox.TransitionError
 	ValidationError = outbox.ValidationError
 	TooLargeError   = outbox.TooLargeError
+	BatchItemError  = outbox.BatchItemError
 )
 
 // Result constructors for adapters.
