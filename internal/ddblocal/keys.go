@@ -193,18 +193,16 @@ func (s *tableSchema) keyItem(item Item) Item {
 // are reported by checkIndexKeys before anything is written.
 func (s *tableSchema) indexKey(ix *indexSchema, item Item, baseKey []byte) ([]byte, bool) {
 	buf := make([]byte, 0, 48)
-	for _, ka := range []keyAttr{ix.keys.hash, ix.keys.rng} {
-		if ka.name == "" {
-			continue
-		}
+	in := ix.keys.each(func(ka keyAttr, rng bool) bool {
 		var p keyProblem
 		v := item[ka.name]
 		buf, p = appendKeyValue(buf, ka, v)
 		// An oversized key value keeps the item out of the index (only a
 		// backfill meets one: writes refuse them).
-		if p != keyOK || keyTooLarge(v, ka == ix.keys.rng) {
-			return nil, false
-		}
+		return p == keyOK && !keyTooLarge(v, rng)
+	})
+	if !in {
+		return nil, false
 	}
 	return append(buf, baseKey...), true
 }
@@ -213,27 +211,30 @@ func (s *tableSchema) indexKey(ix *indexSchema, item Item, baseKey []byte) ([]by
 // type or are empty (an absent attribute only keeps the item out of the
 // index).
 func (s *tableSchema) checkIndexKeys(item Item) error {
+	var err error
 	for _, ix := range s.indexes {
-		for _, ka := range []keyAttr{ix.keys.hash, ix.keys.rng} {
-			if ka.name == "" {
-				continue
-			}
+		ix.keys.each(func(ka keyAttr, rng bool) bool {
 			v, ok := item[ka.name]
 			if !ok {
-				continue
+				return true
 			}
 			_, p := appendKeyValue(nil, ka, v)
 			switch p {
 			case keyWrongType:
-				return validationError("One or more parameter values were invalid: Type mismatch for Index Key %s Expected: %s Actual: %s IndexName: %s", ka.name, ka.typ, typeName(v), ix.name)
+				err = validationError("One or more parameter values were invalid: Type mismatch for Index Key %s Expected: %s Actual: %s IndexName: %s", ka.name, ka.typ, typeName(v), ix.name)
 			case keyEmpty:
-				return validationError("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", emptyKind(ka), ix.name, ka.name)
+				err = validationError("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", emptyKind(ka), ix.name, ka.name)
 			case keyBadNumber:
-				return validationError("The parameter cannot be converted to a numeric value: %s", v.(*types.AttributeValueMemberN).Value)
+				err = validationError("The parameter cannot be converted to a numeric value: %s", v.(*types.AttributeValueMemberN).Value)
+			default:
+				if keyTooLarge(v, rng) {
+					err = keyTooLargeError(rng)
+				}
 			}
-			if keyTooLarge(v, ka == ix.keys.rng) {
-				return keyTooLargeError(ka == ix.keys.rng)
-			}
+			return err == nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

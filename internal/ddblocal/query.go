@@ -135,33 +135,65 @@ func walk(tree *btree.BTreeG[entry], lo, hi []byte, desc bool, fn func(entry) bo
 
 // keyBounds turns a key condition into the range of stored keys it covers.
 func keyBounds(kc *expr.KeyCondition, keys keySchema) (lo, hi []byte, err error) {
-	mismatch := validationError("One or more parameter values were invalid: Condition parameter type does not match schema type")
-	p, prob := appendKeyValue(nil, keys.hash, kc.HashValue)
-	switch prob {
-	case keyOK:
-	case keyEmpty:
-		return nil, nil, validationError("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", emptyKind(keys.hash), keys.hash.name)
-	default:
-		return nil, nil, mismatch
+	p, err := appendKeyEquality(nil, keys.hash, kc.HashValue)
+	if err != nil {
+		return nil, nil, err
 	}
 	if kc.RangeName == "" {
 		return p, prefixEnd(p), nil
 	}
-	enc := func(v types.AttributeValue) ([]byte, error) {
-		b, prob := appendKeyValue(append([]byte(nil), p...), keys.rng, v)
-		switch prob {
-		case keyOK:
-			return b, nil
-		case keyEmpty:
-			return nil, validationError("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", emptyKind(keys.rng), keys.rng.name)
-		}
-		return nil, mismatch
+	return rangeBounds(p, keys.rng, kc.RangeOp, kc.RangeValues)
+}
+
+var errKeyTypeMismatch = validationError("One or more parameter values were invalid: Condition parameter type does not match schema type")
+
+// appendKeyEquality appends the encoding of an equality condition's value on
+// key attribute ka.
+func appendKeyEquality(p []byte, ka keyAttr, v types.AttributeValue) ([]byte, error) {
+	b, prob := appendKeyValue(p, ka, v)
+	switch prob {
+	case keyOK:
+		return b, nil
+	case keyEmpty:
+		return nil, validationError("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", emptyKind(ka), ka.name)
 	}
-	v0, err := enc(kc.RangeValues[0])
+	return nil, errKeyTypeMismatch
+}
+
+// multiKeyBounds turns a condition on a multi-attribute key into the range
+// of stored keys it covers: the equalities make a prefix, the last RANGE
+// condition bounds what follows.
+func multiKeyBounds(mk *expr.MultiKeyCondition, keys keySchema) (lo, hi []byte, err error) {
+	var p []byte
+	for i, ka := range keys.hashAttrs() {
+		if p, err = appendKeyEquality(p, ka, mk.HashValues[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	ranges := keys.rangeAttrs()
+	for i, v := range mk.RangeEquals {
+		if p, err = appendKeyEquality(p, ranges[i], v); err != nil {
+			return nil, nil, err
+		}
+	}
+	if mk.LastOp == "" {
+		return p, prefixEnd(p), nil
+	}
+	return rangeBounds(p, ranges[len(mk.RangeEquals)], mk.LastOp, mk.LastValues)
+}
+
+// rangeBounds bounds the keys that start with p by a condition on the RANGE
+// attribute rng that comes next.
+func rangeBounds(p []byte, rng keyAttr, op string, values []types.AttributeValue) (lo, hi []byte, err error) {
+	mismatch := errKeyTypeMismatch
+	enc := func(v types.AttributeValue) ([]byte, error) {
+		return appendKeyEquality(append([]byte(nil), p...), rng, v)
+	}
+	v0, err := enc(values[0])
 	if err != nil {
 		return nil, nil, err
 	}
-	switch kc.RangeOp {
+	switch op {
 	case "=":
 		return v0, prefixEnd(v0), nil
 	case "<":
@@ -173,31 +205,31 @@ func keyBounds(kc *expr.KeyCondition, keys keySchema) (lo, hi []byte, err error)
 	case ">=":
 		return v0, prefixEnd(p), nil
 	case "BETWEEN":
-		v1, err := enc(kc.RangeValues[1])
+		v1, err := enc(values[1])
 		if err != nil {
 			return nil, nil, err
 		}
 		if bytes.Compare(v0, v1) > 0 {
-			return nil, nil, validationError("Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {%s:%s}, upper bound operand: AttributeValue: {%s:%s}", typeName(kc.RangeValues[0]), scalarText(kc.RangeValues[0]), typeName(kc.RangeValues[1]), scalarText(kc.RangeValues[1]))
+			return nil, nil, validationError("Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {%s:%s}, upper bound operand: AttributeValue: {%s:%s}", typeName(values[0]), scalarText(values[0]), typeName(values[1]), scalarText(values[1]))
 		}
 		return v0, prefixEnd(v1), nil
 	case "begins_with":
 		var raw []byte
-		switch v := kc.RangeValues[0].(type) {
+		switch v := values[0].(type) {
 		case *types.AttributeValueMemberS:
 			raw = []byte(v.Value)
 		case *types.AttributeValueMemberB:
 			raw = v.Value
 		default:
-			return nil, nil, validationError("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", typeName(kc.RangeValues[0]))
+			return nil, nil, validationError("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", typeName(values[0]))
 		}
-		if keys.rng.typ == types.ScalarAttributeTypeN || typeName(kc.RangeValues[0]) != string(keys.rng.typ) {
+		if rng.typ == types.ScalarAttributeTypeN || typeName(values[0]) != string(rng.typ) {
 			return nil, nil, mismatch
 		}
 		pre := appendEscaped(append([]byte(nil), p...), raw)
 		return pre, prefixEnd(pre), nil
 	}
-	return nil, nil, validationError("Invalid KeyConditionExpression: unsupported operator %s", kc.RangeOp)
+	return nil, nil, validationError("Invalid KeyConditionExpression: unsupported operator %s", op)
 }
 
 func scalarText(v types.AttributeValue) string {
@@ -375,7 +407,19 @@ func (db *DB) query(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	if kc, err = kc.ForSchema(tg.keys.hash.name, tg.keys.rng.name); err != nil {
+	var mk *expr.MultiKeyCondition
+	if tg.keys.multi() {
+		var hashes, ranges []string
+		for _, ka := range tg.keys.hashAttrs() {
+			hashes = append(hashes, ka.name)
+		}
+		for _, ka := range tg.keys.rangeAttrs() {
+			ranges = append(ranges, ka.name)
+		}
+		if mk, err = kc.ForMultiKey(hashes, ranges); err != nil {
+			return nil, asValidation(err)
+		}
+	} else if kc, err = kc.ForSchema(tg.keys.hash.name, tg.keys.rng.name); err != nil {
 		return nil, asValidation(err)
 	}
 	rs, err := db.readSpec(tg, in.Select, in.ProjectionExpression, proj, filter)
@@ -390,7 +434,12 @@ func (db *DB) query(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
 			return nil, validationError("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", k)
 		}
 	}
-	lo, hi, err := keyBounds(kc, tg.keys)
+	var lo, hi []byte
+	if mk != nil {
+		lo, hi, err = multiKeyBounds(mk, tg.keys)
+	} else {
+		lo, hi, err = keyBounds(kc, tg.keys)
+	}
 	if err != nil {
 		return nil, err
 	}

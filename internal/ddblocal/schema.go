@@ -19,25 +19,94 @@ type keyAttr struct {
 }
 
 // keySchema is a HASH key and an optional RANGE key (rng.name == "" when
-// there is none).
+// there is none). A global secondary index may have multi-attribute keys
+// (up to 4 HASH and 4 RANGE attributes, DynamoDB's "multi-attribute keys"):
+// moreHash and moreRange are the attributes after the first of each, in key
+// schema order. Tables and local indexes never have them.
 type keySchema struct {
-	hash keyAttr
-	rng  keyAttr
+	hash      keyAttr
+	rng       keyAttr
+	moreHash  []keyAttr
+	moreRange []keyAttr
 }
+
+// Multi-attribute key limits of a global secondary index.
+const (
+	maxHashAttrs  = 4
+	maxRangeAttrs = 4
+)
 
 func (k keySchema) hasRange() bool { return k.rng.name != "" }
 
-func (k keySchema) names() []string {
-	if k.hasRange() {
-		return []string{k.hash.name, k.rng.name}
+// multi reports whether the key has more than one HASH or RANGE attribute.
+func (k keySchema) multi() bool { return len(k.moreHash) > 0 || len(k.moreRange) > 0 }
+
+// hashAttrs and rangeAttrs are the key's attributes of each kind, in key
+// schema order.
+func (k keySchema) hashAttrs() []keyAttr { return append([]keyAttr{k.hash}, k.moreHash...) }
+
+func (k keySchema) rangeAttrs() []keyAttr {
+	if !k.hasRange() {
+		return nil
 	}
-	return []string{k.hash.name}
+	return append([]keyAttr{k.rng}, k.moreRange...)
+}
+
+// attrs is every key attribute with whether it is a RANGE one, in the
+// order the stored key encodes them.
+func (k keySchema) attrs() []keyAttr { return append(k.hashAttrs(), k.rangeAttrs()...) }
+
+// each calls fn for every key attribute in the order the stored key encodes
+// them, with whether it is a RANGE one, until fn returns false; it
+// allocates nothing (index writes call it).
+func (k *keySchema) each(fn func(ka keyAttr, rng bool) bool) bool {
+	if !fn(k.hash, false) {
+		return false
+	}
+	for _, ka := range k.moreHash {
+		if !fn(ka, false) {
+			return false
+		}
+	}
+	if !k.hasRange() {
+		return true
+	}
+	if !fn(k.rng, true) {
+		return false
+	}
+	for _, ka := range k.moreRange {
+		if !fn(ka, true) {
+			return false
+		}
+	}
+	return true
+}
+
+// isRange reports whether ka is one of the key's RANGE attributes.
+func (k keySchema) isRange(ka keyAttr) bool {
+	for _, r := range k.rangeAttrs() {
+		if r.name == ka.name {
+			return true
+		}
+	}
+	return false
+}
+
+func (k keySchema) names() []string {
+	var out []string
+	for _, ka := range k.attrs() {
+		out = append(out, ka.name)
+	}
+	return out
 }
 
 func (k keySchema) describe() []types.KeySchemaElement {
-	out := []types.KeySchemaElement{{AttributeName: aws.String(k.hash.name), KeyType: types.KeyTypeHash}}
-	if k.hasRange() {
-		out = append(out, types.KeySchemaElement{AttributeName: aws.String(k.rng.name), KeyType: types.KeyTypeRange})
+	var out []types.KeySchemaElement
+	for _, ka := range k.hashAttrs() {
+		out = append(out, types.KeySchemaElement{AttributeName: aws.String(ka.name), KeyType: types.KeyTypeHash})
+	}
+	for _, ka := range k.rangeAttrs() {
+		out = append(out, types.KeySchemaElement{AttributeName: aws.String(ka.name), KeyType: types.KeyTypeRange})
 	}
 	return out
 }
@@ -60,9 +129,14 @@ func (ix *indexSchema) projects(name string, base keySchema) bool {
 		return true
 	case name == base.hash.name || name == base.rng.name || name == ix.keys.hash.name || name == ix.keys.rng.name:
 		return true
-	default:
-		return ix.include[name]
+	case ix.keys.multi():
+		for _, ka := range ix.keys.attrs() {
+			if ka.name == name {
+				return true
+			}
+		}
 	}
+	return ix.include[name]
 }
 
 // project returns the part of item the index keeps.
@@ -167,7 +241,10 @@ func buildSchema(in *dynamodb.CreateTableInput, now time.Time, region, account s
 		defs[an] = d.AttributeType
 	}
 	used := map[string]bool{}
-	keyFrom := func(elems []types.KeySchemaElement, what string) (keySchema, error) {
+	keyFrom := func(elems []types.KeySchemaElement, what string, global bool) (keySchema, error) {
+		if global && len(elems) > 2 {
+			return multiKeyFrom(elems, defs, used)
+		}
 		var ks keySchema
 		if len(elems) == 0 || len(elems) > 2 {
 			return ks, validationError("1 validation error detected: Value null at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2")
@@ -184,16 +261,18 @@ func buildSchema(in *dynamodb.CreateTableInput, now time.Time, region, account s
 				ks.hash = keyAttr{name: an, typ: typ}
 			case i == 1 && e.KeyType == types.KeyTypeRange:
 				ks.rng = keyAttr{name: an, typ: typ}
+			case global && i == 1 && e.KeyType == types.KeyTypeHash:
+				ks.moreHash = []keyAttr{{name: an, typ: typ}}
 			default:
 				return ks, validationError("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
 			}
 		}
-		if ks.hash.name == ks.rng.name {
+		if ks.hash.name == ks.rng.name || (len(ks.moreHash) > 0 && ks.hash.name == ks.moreHash[0].name) {
 			return ks, validationError("Both the Hash Key and the Range Key element in the KeySchema have the same name")
 		}
 		return ks, nil
 	}
-	keys, err := keyFrom(in.KeySchema, "table")
+	keys, err := keyFrom(in.KeySchema, "table", false)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +320,7 @@ func buildSchema(in *dynamodb.CreateTableInput, now time.Time, region, account s
 			return validationError("One or more parameter values were invalid: Duplicate index name: %s", iname)
 		}
 		seen[iname] = true
-		ks, err := keyFrom(elems, iname)
+		ks, err := keyFrom(elems, iname, global)
 		if err != nil {
 			return err
 		}
@@ -343,6 +422,52 @@ func checkKeyNameLengths(in *dynamodb.CreateTableInput) error {
 		}
 	}
 	return nil
+}
+
+// multiKeyFrom builds a global secondary index's multi-attribute key: up to
+// four HASH attributes, then up to four RANGE attributes, each defined in
+// AttributeDefinitions and named once. DynamoDB's messages for these
+// refusals are not documented; these name the rule broken.
+func multiKeyFrom(elems []types.KeySchemaElement, defs map[string]types.ScalarAttributeType, used map[string]bool) (keySchema, error) {
+	var ks keySchema
+	var hashes, ranges []keyAttr
+	seen := map[string]bool{}
+	for _, e := range elems {
+		an := aws.ToString(e.AttributeName)
+		typ, ok := defs[an]
+		if !ok {
+			return ks, validationError("One or more parameter values were invalid: Some index key attributes are not defined in AttributeDefinitions. Keys: [%s], AttributeDefinitions: [%s]", strings.Join(keyNames(elems), ", "), strings.Join(sortedKeys(defs), ", "))
+		}
+		if seen[an] {
+			return ks, validationError("Invalid KeySchema: Some index key attributes have the same name: %s", an)
+		}
+		seen[an] = true
+		used[an] = true
+		switch e.KeyType {
+		case types.KeyTypeHash:
+			if len(ranges) > 0 {
+				return ks, validationError("Invalid KeySchema: All HASH key attributes must precede the RANGE key attributes")
+			}
+			hashes = append(hashes, keyAttr{name: an, typ: typ})
+		case types.KeyTypeRange:
+			ranges = append(ranges, keyAttr{name: an, typ: typ})
+		default:
+			return ks, validationError("1 validation error detected: Value '%s' at 'keySchema.member.keyType' failed to satisfy constraint: Member must satisfy enum value set: [HASH, RANGE]", e.KeyType)
+		}
+	}
+	switch {
+	case len(hashes) == 0:
+		return ks, validationError("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+	case len(hashes) > maxHashAttrs:
+		return ks, validationError("Invalid KeySchema: An index key can have at most %d HASH key attributes", maxHashAttrs)
+	case len(ranges) > maxRangeAttrs:
+		return ks, validationError("Invalid KeySchema: An index key can have at most %d RANGE key attributes", maxRangeAttrs)
+	}
+	ks.hash, ks.moreHash = hashes[0], hashes[1:]
+	if len(ranges) > 0 {
+		ks.rng, ks.moreRange = ranges[0], ranges[1:]
+	}
+	return ks, nil
 }
 
 func keyNames(elems []types.KeySchemaElement) []string {

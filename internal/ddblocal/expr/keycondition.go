@@ -16,6 +16,10 @@ type KeyCondition struct {
 	// RangeOp is one of "=", "<", "<=", ">", ">=", "BETWEEN", "begins_with".
 	RangeOp     string
 	RangeValues []types.AttributeValue // 1 value, or 2 for BETWEEN
+
+	// terms is every condition as written, for an index with
+	// multi-attribute keys (ForMultiKey).
+	terms []keyTerm
 }
 
 // keyTerm is one condition of a key condition expression.
@@ -35,6 +39,23 @@ func ParseKeyCondition(s string, u *Usage) (*KeyCondition, error) {
 	if err := p.run(func() { terms = p.parseKeyConjunction() }); err != nil {
 		return nil, err
 	}
+	if len(terms) > 2 && len(terms) <= maxMultiKeyTerms {
+		// Only an index with multi-attribute keys takes more than two
+		// conditions; ForSchema refuses them.
+		return &KeyCondition{terms: terms}, nil
+	}
+	kc, err := pairCondition(terms)
+	if kc != nil {
+		kc.terms = terms
+	}
+	return kc, err
+}
+
+// maxMultiKeyTerms is the most conditions a key condition can have: one per
+// attribute of a multi-attribute index key (4 HASH, 4 RANGE).
+const maxMultiKeyTerms = 8
+
+func pairCondition(terms []keyTerm) (*KeyCondition, error) {
 	switch len(terms) {
 	case 1:
 		if terms[0].op != "=" {
@@ -61,6 +82,9 @@ func ParseKeyCondition(s string, u *Usage) (*KeyCondition, error) {
 // (rangeKey "" when there is no sort key) and returns it with the partition
 // and sort key conditions in their right places.
 func (k *KeyCondition) ForSchema(hashKey, rangeKey string) (*KeyCondition, error) {
+	if k.HashName == "" && len(k.terms) > 2 {
+		return nil, errorf("Conditions can be of length 1 or 2 only")
+	}
 	out := *k
 	if out.HashName != hashKey && out.RangeName == hashKey && out.RangeOp == "=" {
 		out.HashName, out.RangeName = out.RangeName, out.HashName
@@ -207,4 +231,73 @@ func flip(op string) string {
 		return "<="
 	}
 	return op
+}
+
+// MultiKeyCondition is a key condition resolved against a multi-attribute
+// key: an equality on every HASH attribute, equalities on a leading run of
+// the RANGE attributes, and optionally one last condition of any kind on the
+// RANGE attribute after them.
+type MultiKeyCondition struct {
+	HashValues  []types.AttributeValue // one per HASH attribute, in order
+	RangeEquals []types.AttributeValue // the leading RANGE equalities
+	// LastOp and LastValues are the condition on the RANGE attribute after
+	// RangeEquals ("" when there is none).
+	LastOp     string
+	LastValues []types.AttributeValue
+}
+
+// ForMultiKey resolves the condition against an index's multi-attribute key
+// (Developer Guide, "Multi-attribute keys": every partition key attribute
+// with an equality; sort key attributes left to right without gaps, an
+// inequality only on the last one given). The order the conditions are
+// written in does not matter. DynamoDB's messages for these refusals are
+// not documented; these name the rule broken.
+func (k *KeyCondition) ForMultiKey(hashKeys, rangeKeys []string) (*MultiKeyCondition, error) {
+	byName := map[string]keyTerm{}
+	for _, t := range k.terms {
+		if _, dup := byName[t.name]; dup {
+			return nil, errorf("KeyConditionExpressions must only contain one condition per key")
+		}
+		byName[t.name] = t
+	}
+	out := &MultiKeyCondition{}
+	for _, h := range hashKeys {
+		t, ok := byName[h]
+		if !ok || t.op != "=" {
+			return nil, errorf("Query key condition not supported: every HASH key attribute of the index needs an equality condition; attribute: %s", h)
+		}
+		out.HashValues = append(out.HashValues, t.values[0])
+		delete(byName, h)
+	}
+	for i, r := range rangeKeys {
+		t, ok := byName[r]
+		if !ok {
+			break
+		}
+		delete(byName, r)
+		if t.op == "=" && i < len(rangeKeys)-1 {
+			if _, more := byName[rangeKeys[i+1]]; more {
+				out.RangeEquals = append(out.RangeEquals, t.values[0])
+				continue
+			}
+		}
+		out.LastOp, out.LastValues = t.op, t.values
+		break
+	}
+	for name := range byName {
+		if slicesContains(rangeKeys, name) {
+			return nil, errorf("Query key condition not supported: RANGE key attributes need equality conditions from the first one on, in key schema order, with an inequality only on the last one given; attribute: %s", name)
+		}
+		return nil, errorf("Query condition missed key schema element: %s is not a key attribute of the index", name)
+	}
+	return out, nil
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

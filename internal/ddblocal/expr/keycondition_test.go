@@ -60,7 +60,6 @@ func TestParseKeyConditionErrors(t *testing.T) {
 		{"pk <> :h", "Invalid operator used in KeyConditionExpression: <>"},
 		{"pk = :h AND contains(sk, :a)", "Invalid operator used in KeyConditionExpression: contains"},
 		{"pk = :h AND pk = :a", "KeyConditionExpressions must only contain one condition per key"},
-		{"pk = :h AND sk = :a AND x = :b", "Conditions can be of length 1 or 2 only"},
 		{"pk.x = :h", "KeyConditionExpressions cannot have conditions on nested attributes"},
 		{"pk = sk", "Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition"},
 		{"pk < :h", "Query key condition not supported"},
@@ -100,4 +99,21 @@ func TestKeyConditionForSchema(t *testing.T) {
 	require.EqualError(t, err, "Query condition missed key schema element: sk")
 	_, err = kc2.ForSchema("zz", "")
 	require.EqualError(t, err, "Query condition missed key schema element: zz")
+}
+
+// More than two conditions parse (an index with multi-attribute keys takes
+// up to eight) but a one- or two-attribute key schema refuses them.
+func TestKeyConditionMoreThanTwo(t *testing.T) {
+	t.Parallel()
+	values := item{":h": s("h"), ":a": n("1"), ":b": n("2")}
+	kc, err := ParseKeyCondition("pk = :h AND sk = :a AND x = :b", NewUsage(nil, values))
+	require.NoError(t, err)
+	_, err = kc.ForSchema("pk", "sk")
+	require.EqualError(t, err, "Conditions can be of length 1 or 2 only")
+	m, err := kc.ForMultiKey([]string{"pk", "x"}, []string{"sk"})
+	require.NoError(t, err)
+	require.Equal(t, []types.AttributeValue{s("h"), n("2")}, m.HashValues)
+	require.Equal(t, "=", m.LastOp)
+	_, err = kc.ForMultiKey([]string{"pk"}, []string{"sk", "y", "x"})
+	require.ErrorContains(t, err, "RANGE key attributes need equality conditions")
 }

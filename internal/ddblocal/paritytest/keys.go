@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -11,9 +12,94 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+const docMultiKeys = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.DesignPattern.MultiAttributeKeys.html"
+
 // keyCases: index key schemas and key limits (issue 20, items 3 and 5).
 func keyCases() []parityCase {
 	return []parityCase{
+		// Multi-attribute keys: a global secondary index key of up to four
+		// HASH and four RANGE attributes (HASH ones first). A query gives
+		// every HASH attribute an equality and RANGE attributes left to
+		// right, an inequality only on the last one given; items order by
+		// the RANGE attributes in turn; an item missing any key attribute
+		// is not in the index. (DynamoDB's messages for the refusals are
+		// not documented: the case checks their type.)
+		{"MultiAttributeIndexKeys", docMultiKeys, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			c := nc(t)
+			name := fmt.Sprintf("parity_%s_%d", runID, tableCount.Add(1))
+			gsi := []types.KeySchemaElement{hash("tenant"), hash("site"), rng("dt"), rng("seq")}
+			_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest,
+				AttributeDefinitions: []types.AttributeDefinition{def("pk", "S"), def("tenant", "S"), def("site", "S"), def("dt", "S"), def("seq", "N")},
+				KeySchema:            []types.KeySchemaElement{hash("pk")},
+				GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("multi"), KeySchema: gsi,
+					Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}}}})
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				_, _ = c.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+			})
+			require.NoError(t, dynamodb.NewTableExistsWaiter(c).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 5*time.Minute))
+			d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+			require.NoError(t, err)
+			require.Equal(t, gsi, d.Table.GlobalSecondaryIndexes[0].KeySchema)
+			b := &bundle{ctx: ctx, client: c, table: name}
+			for i, r := range []struct{ day, seq string }{{"d2", "1"}, {"d1", "10"}, {"d1", "9"}, {"d1", "2"}, {"d3", "1"}} {
+				b.put(t, item{"pk": s(fmt.Sprint("p", i)), "tenant": s("t"), "site": s("eu"), "dt": s(r.day), "seq": n(r.seq), "other": s("x")})
+			}
+			b.put(t, item{"pk": s("nodays"), "tenant": s("t"), "site": s("eu"), "seq": n("1")}) // sparse: not in the index
+			b.put(t, item{"pk": s("us"), "tenant": s("t"), "site": s("us"), "dt": s("d1"), "seq": n("1")})
+			q := func(cond string, vals item, limit int32, start item) (*dynamodb.QueryOutput, error) {
+				in := &dynamodb.QueryInput{TableName: aws.String(name), IndexName: aws.String("multi"), KeyConditionExpression: aws.String(cond),
+					ExpressionAttributeValues: vals, ExclusiveStartKey: start}
+				if limit > 0 {
+					in.Limit = aws.Int32(limit)
+				}
+				return c.Query(ctx, in)
+			}
+			eu := item{":t": s("t"), ":r": s("eu")}
+			eventually(t, func() bool {
+				out, err := q("tenant = :t AND site = :r", eu, 0, nil)
+				require.NoError(t, err)
+				return fmt.Sprint(strs(out.Items, "pk")) == "[p3 p2 p1 p0 p4]"
+			})
+			out, err := q("site = :r AND dt = :d AND tenant = :t AND seq > :s", mergeItems(eu, item{":d": s("d1"), ":s": n("2")}), 0, nil)
+			require.NoError(t, err)
+			require.Equal(t, []string{"p2", "p1"}, strs(out.Items, "pk"))
+			require.Equal(t, item{"pk": s("p2"), "tenant": s("t"), "site": s("eu"), "dt": s("d1"), "seq": n("9")}, out.Items[0], "KEYS_ONLY keeps every key attribute")
+			out, err = q("tenant = :t AND site = :r AND dt BETWEEN :a AND :b", mergeItems(eu, item{":a": s("d1"), ":b": s("d2")}), 0, nil)
+			require.NoError(t, err)
+			require.Equal(t, []string{"p3", "p2", "p1", "p0"}, strs(out.Items, "pk"))
+			// Paging: LastEvaluatedKey names every key attribute.
+			var got []string
+			var start item
+			for pages := 0; pages < 10; pages++ {
+				out, err := q("tenant = :t AND site = :r", eu, 2, start)
+				require.NoError(t, err)
+				got = append(got, strs(out.Items, "pk")...)
+				if out.LastEvaluatedKey == nil {
+					break
+				}
+				require.Len(t, out.LastEvaluatedKey, 5)
+				start = out.LastEvaluatedKey
+			}
+			require.Equal(t, []string{"p3", "p2", "p1", "p0", "p4"}, got)
+			_, err = q("tenant = :t", item{":t": s("t")}, 0, nil)
+			requireAPIError(t, err, "ValidationException", "")
+			_, err = q("tenant = :t AND site = :r AND seq = :s", mergeItems(eu, item{":s": n("1")}), 0, nil)
+			requireAPIError(t, err, "ValidationException", "")
+			_, err = q("tenant = :t AND site = :r AND dt > :d AND seq = :s", mergeItems(eu, item{":d": s("d1"), ":s": n("1")}), 0, nil)
+			requireAPIError(t, err, "ValidationException", "")
+			_, err = c.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(name), IndexName: aws.String("multi"), KeyConditionExpression: aws.String("tenant = :t AND site = :r"),
+				FilterExpression: aws.String("seq > :s"), ExpressionAttributeValues: mergeItems(eu, item{":s": n("1")})})
+			requireAPIError(t, err, "ValidationException", "Filter Expression can only contain non-primary key attributes")
+			// Five HASH attributes are refused.
+			bad := fmt.Sprintf("parity_%s_%d", runID, tableCount.Add(1))
+			_, err = c.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(bad), BillingMode: types.BillingModePayPerRequest,
+				AttributeDefinitions: []types.AttributeDefinition{def("pk", "S"), def("a", "S"), def("b", "S"), def("c", "S"), def("d", "S"), def("e", "S")},
+				KeySchema:            []types.KeySchemaElement{hash("pk")},
+				GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("five"), KeySchema: []types.KeySchemaElement{hash("a"), hash("b"), hash("c"), hash("d"), hash("e")},
+					Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}})
+			requireAPIError(t, err, "ValidationException", "")
+		}},
 		// "The maximum length of ... a partition key value is 2048 bytes;
 		// ... a sort key value is 1024 bytes", in tables and indexes alike,
 		// on reads and writes (DynamoDB's messages, "of2048" included).
