@@ -106,7 +106,11 @@ finish or release what runs, and exit 0.`,
 }
 
 func newDynamoDBCommand() *cobra.Command {
-	var addr, logLevel, dataDir string
+	var (
+		addr, logLevel, dataDir       string
+		unprocessedRate, throttleRate float64
+		chaosSeed                     uint64
+	)
 	cmd := &cobra.Command{
 		Use:   "dynamodb",
 		Short: "Serve the embedded DynamoDB as a DynamoDB-compatible HTTP endpoint",
@@ -126,10 +130,18 @@ before it is answered (see docs/dynamodb.md).`,
 			if err != nil {
 				return err
 			}
+			if unprocessedRate < 0 || unprocessedRate >= 1 || throttleRate < 0 || throttleRate >= 1 {
+				return errors.New("--unprocessed-rate and --throttle-rate must be at least 0 and below 1")
+			}
 			// Items whose TTL passed are deleted at most a minute late.
-			opts := []ddblocal.Option{ddblocal.WithTTLSweepEvery(time.Minute)}
-			db := ddblocal.New(opts...)
-			if dataDir != "" {
+			opts := []ddblocal.Option{ddblocal.WithTTLSweepEvery(time.Minute), ddblocal.WithUnprocessed(unprocessedRate, chaosSeed)}
+			if throttleRate > 0 {
+				opts = append(opts, ddblocal.WithSeed(chaosSeed, ddblocal.FaultRates{Throttle: throttleRate, Ops: ddblocal.ItemOperations()}))
+			}
+			var db *ddblocal.DB
+			if dataDir == "" {
+				db = ddblocal.New(opts...)
+			} else {
 				if db, err = ddblocal.Open(dataDir, opts...); err != nil {
 					return fmt.Errorf("--data-dir: %w", err)
 				}
@@ -160,6 +172,9 @@ before it is answered (see docs/dynamodb.md).`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "listen address")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "keep the data in this directory (default: in memory)")
+	cmd.Flags().Float64Var(&unprocessedRate, "unprocessed-rate", 0, "leave this share of BatchGetItem keys and BatchWriteItem writes unprocessed (0 to <1), to prove a client's retry loop")
+	cmd.Flags().Float64Var(&throttleRate, "throttle-rate", 0, "refuse this share of item calls with ProvisionedThroughputExceededException (0 to <1)")
+	cmd.Flags().Uint64Var(&chaosSeed, "chaos-seed", 1, "seed of --unprocessed-rate and --throttle-rate (same seed and calls, same answers)")
 	return cmd
 }
 

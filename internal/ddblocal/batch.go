@@ -2,6 +2,8 @@ package ddblocal
 
 import (
 	"context"
+	"math/rand/v2"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -10,12 +12,15 @@ import (
 
 // Batch operations follow the BatchGetItem and BatchWriteItem API
 // references: at most 100 keys / 25 requests, no duplicate keys, each item
-// billed as its own GetItem, PutItem or DeleteItem. The engine always
-// processes everything, so UnprocessedKeys and UnprocessedItems are empty.
+// billed as its own GetItem, PutItem or DeleteItem. A BatchGetItem answer
+// stops at 16 MB of items and returns the rest as UnprocessedKeys, as
+// DynamoDB's does; WithUnprocessed leaves a random share of keys and
+// writes unprocessed, to exercise a client's retry loop.
 
 const (
-	maxBatchGet   = 100
-	maxBatchWrite = 25
+	maxBatchGet      = 100
+	maxBatchWrite    = 25
+	maxBatchGetBytes = 16 << 20
 )
 
 func firstKey[V any](m map[string]V) string {
@@ -71,6 +76,7 @@ func (db *DB) batchGet(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOu
 	var u usage
 	defer db.record(&u)
 	out := &dynamodb.BatchGetItemOutput{Responses: map[string][]Item{}, UnprocessedKeys: map[string]types.KeysAndAttributes{}}
+	total, full := 0, false
 	for _, name := range names {
 		t, err := db.table(name)
 		if err != nil {
@@ -91,16 +97,33 @@ func (db *DB) batchGet(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOu
 			keys[i] = key
 		}
 		items := []Item{}
-		for _, key := range keys {
+		var unprocessed []Item
+		for i, key := range keys {
+			if full || db.unprocessed.draw() {
+				unprocessed = append(unprocessed, ka.Keys[i])
+				continue
+			}
 			size := 0
 			if e, ok := t.get(key); ok {
+				if total+int(e.size) > maxBatchGetBytes {
+					full = true
+					unprocessed = append(unprocessed, ka.Keys[i])
+					continue
+				}
 				item := e.item()
 				size = int(e.size)
+				total += size
 				items = append(items, projs[name].apply(item))
 			}
 			u.of(t).read += readUnits(size, aws.ToBool(ka.ConsistentRead))
 		}
 		out.Responses[name] = items
+		if len(unprocessed) > 0 {
+			// The table's request as it was, with the keys left to read.
+			rest := ka
+			rest.Keys = unprocessed
+			out.UnprocessedKeys[name] = rest
+		}
 	}
 	out.ConsumedCapacity = u.report(in.ReturnConsumedCapacity)
 	return out, nil
@@ -138,6 +161,8 @@ func (db *DB) batchWrite(in *dynamodb.BatchWriteItemInput) (*dynamodb.BatchWrite
 		key  []byte
 		item Item // nil for a delete
 		size int
+		name string
+		req  types.WriteRequest
 	}
 	var ops []op
 	for _, name := range sortedKeys(in.RequestItems) {
@@ -147,8 +172,7 @@ func (db *DB) batchWrite(in *dynamodb.BatchWriteItemInput) (*dynamodb.BatchWrite
 		}
 		seen := map[string]bool{}
 		for _, wr := range in.RequestItems[name] {
-			var o op
-			o.t = t
+			o := op{t: t, name: name, req: wr}
 			switch {
 			case wr.PutRequest != nil && wr.DeleteRequest == nil:
 				if wr.PutRequest.Item == nil {
@@ -175,7 +199,12 @@ func (db *DB) batchWrite(in *dynamodb.BatchWriteItemInput) (*dynamodb.BatchWrite
 	var u usage
 	defer db.record(&u)
 	now := db.clock.Now()
+	unprocessed := map[string][]types.WriteRequest{}
 	for _, o := range ops {
+		if db.unprocessed.draw() {
+			unprocessed[o.name] = append(unprocessed[o.name], o.req)
+			continue
+		}
 		oldE, exists := o.t.get(o.key)
 		var oldPtr *entry
 		if exists {
@@ -189,7 +218,39 @@ func (db *DB) batchWrite(in *dynamodb.BatchWriteItemInput) (*dynamodb.BatchWrite
 		u.of(o.t).addWrite(writeUnits(max(sizeOf(oldPtr), o.size)), w, 1)
 	}
 	return &dynamodb.BatchWriteItemOutput{
-		UnprocessedItems: map[string][]types.WriteRequest{},
+		UnprocessedItems: unprocessed,
 		ConsumedCapacity: u.report(in.ReturnConsumedCapacity),
 	}, nil
+}
+
+// unprocessedPlan leaves batch keys and writes unprocessed at a rate
+// (WithUnprocessed), deterministically from a seed.
+type unprocessedPlan struct {
+	mu   sync.Mutex
+	rng  *rand.Rand
+	rate float64
+}
+
+// WithUnprocessed makes BatchGetItem and BatchWriteItem leave each key or
+// write unprocessed with probability rate (0 <= rate < 1), returned in
+// UnprocessedKeys / UnprocessedItems for the client to retry, as DynamoDB
+// does under load: an opt-in mode to prove a client's retry loop. The draws
+// come from seed, so a run repeats.
+func WithUnprocessed(rate float64, seed uint64) Option {
+	return func(db *DB) {
+		if rate <= 0 {
+			db.unprocessed = nil
+			return
+		}
+		db.unprocessed = &unprocessedPlan{rng: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)), rate: min(rate, 0.99)}
+	}
+}
+
+func (p *unprocessedPlan) draw() bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rng.Float64() < p.rate
 }

@@ -48,6 +48,8 @@ type DB struct {
 	statsMu sync.Mutex
 	stats   map[string]*CapacityStats
 
+	unprocessed *unprocessedPlan // WithUnprocessed
+
 	// persistence (Open)
 	persistent bool
 	snapEvery  int64

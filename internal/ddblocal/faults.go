@@ -151,3 +151,10 @@ func realSleep(ctx context.Context, d time.Duration) error {
 func conflictError() error {
 	return &types.TransactionConflictException{Message: aws.String("Transaction is ongoing for the item")}
 }
+
+// ItemOperations are the item calls (reads and writes of items), the ones
+// DynamoDB throttles under load: a FaultRates.Ops for throttling tests.
+func ItemOperations() []string {
+	return []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan",
+		"BatchGetItem", "BatchWriteItem", "TransactGetItems", "TransactWriteItems"}
+}

@@ -298,3 +298,40 @@ func apiMessage(err error) string {
 	}
 	return ""
 }
+
+// TestWithUnprocessedRetryLoop: with WithUnprocessed, batch calls leave
+// some work unprocessed, and the retry loop DynamoDB's documentation asks
+// for gets everything written and read.
+func TestWithUnprocessedRetryLoop(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ddblocal.WithUnprocessed(0.5, 42))
+	var reqs []types.WriteRequest
+	var keys []map[string]types.AttributeValue
+	for i := range 25 {
+		it := map[string]types.AttributeValue{"pk": s(fmt.Sprint("u", i)), "sk": s("1")}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+		keys = append(keys, it)
+	}
+	pending := map[string][]types.WriteRequest{tbl: reqs}
+	calls, partial := 0, 0
+	for len(pending) > 0 {
+		out, err := b.db.BatchWriteItem(b.ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+		require.NoError(t, err)
+		calls++
+		if len(out.UnprocessedItems) > 0 {
+			partial++
+		}
+		pending = out.UnprocessedItems
+		require.Less(t, calls, 100)
+	}
+	require.Positive(t, partial, "some writes were left unprocessed")
+	got := 0
+	want := map[string]types.KeysAndAttributes{tbl: {Keys: keys}}
+	for len(want) > 0 {
+		out, err := b.db.BatchGetItem(b.ctx, &dynamodb.BatchGetItemInput{RequestItems: want})
+		require.NoError(t, err)
+		got += len(out.Responses[tbl])
+		want = out.UnprocessedKeys
+	}
+	require.Equal(t, 25, got, "every item was written once the loop ended")
+}
