@@ -32,3 +32,29 @@ func TestHeaderInjectionNeverReachesTheMailSink(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, files)
 }
+
+// TestPayloadMessagesArePlainEnglish is issue 13's example with the real
+// adapters: a webhook payload whose headers are a number answered
+// "json: cannot unmarshal number into Go struct field Payload.headers of
+// type map[string]string". Every kind's payload errors name the field and
+// say what it must be.
+func TestPayloadMessagesArePlainEnglish(t *testing.T) {
+	t.Parallel()
+	b := startStack(t, Config{})
+	for _, tc := range []struct{ payload, field, message string }{
+		{`{"kind":"webhook","payload":{"url":"https://example.com/h","headers":1}}`, "payload.headers",
+			"payload.headers: must be an object of strings, not a number"},
+		{`{"kind":"webhook","payload":{"url":"https://example.com/h","headers":{"X-A":true}}}`, "payload.headers",
+			"payload.headers: every value must be a string, not a boolean"},
+		{`{"kind":"email","payload":{"from":"a@example.com","to":"b@example.com","subject":"s","text":"t"}}`, "payload.to",
+			"payload.to: must be an array of strings, not a string"},
+		{`{"kind":"email","payload":{"from":"a@example.com","to":["b@example.com"],"subject":"s","text":"t","attachments":[]}}`, "payload.attachments",
+			"payload.attachments: unknown field"},
+	} {
+		status, body := b.do(t, http.MethodPost, "/v1/actions", tc.payload)
+		require.Equal(t, http.StatusUnprocessableEntity, status, "%v", body)
+		e := body["error"].(map[string]any)
+		require.Equal(t, tc.field, e["field"])
+		require.Equal(t, tc.message, e["message"])
+	}
+}

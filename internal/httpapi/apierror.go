@@ -8,6 +8,7 @@ import (
 // The error codes of the API's answers ({"error":{"code":…}}). They are part
 // of the public contract: clients may branch on them.
 const (
+	CodeMoved            = "moved"              // 308: the path is not canonical; repeat at Location
 	CodeMalformedJSON    = "malformed_json"     // 400: not one strict JSON document
 	CodeInvalidField     = "invalid_field"      // 400: unknown, missing, mistyped or out-of-range field
 	CodeUnauthenticated  = "unauthenticated"    // 401: no principal

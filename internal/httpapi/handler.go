@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -109,8 +110,22 @@ func New(opts Options) (*Handler, error) {
 }
 
 // ServeHTTP implements http.Handler. Requests no route matches answer a JSON
-// 404, or 405 with Allow when another method would match.
+// 404, or 405 with Allow when another method would match; a path that is
+// not in canonical form ("//v1/actions/x", "/v1/./actions") a JSON 308 to
+// its canonical form.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if clean, ok := canonicalPath(r); !ok {
+		// net/http's mux would redirect with an HTML body; the API answers
+		// JSON, redirects included.
+		loc := clean
+		if r.URL.RawQuery != "" {
+			loc += "?" + r.URL.RawQuery
+		}
+		w.Header().Set("Location", loc)
+		h.finish(w, r, "", nil, h.opts.Clock.Now(), http.StatusPermanentRedirect, nil,
+			&apiError{Status: http.StatusPermanentRedirect, Code: CodeMoved, Message: "the path is not in canonical form: repeat the request at " + loc})
+		return
+	}
 	if _, pattern := h.mux.Handler(r); pattern != "" {
 		h.mux.ServeHTTP(w, r)
 		return
@@ -257,6 +272,21 @@ func (h *Handler) toAPIError(ctx context.Context, err error) *apiError {
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeThrottled, Message: "the table is busy; retry after a short wait"}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+}
+
+// canonicalPath returns the request's path as the router matches it (the
+// escaped path, so that an escaped "/" or "." stays inside its segment)
+// with empty and dot segments removed, and whether it already was so.
+func canonicalPath(r *http.Request) (string, bool) {
+	p := r.URL.EscapedPath()
+	if r.Method == http.MethodConnect || p == "" {
+		return p, true
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean, clean == p
 }
 
 // inItem names the batch item an error is about: its field, and the

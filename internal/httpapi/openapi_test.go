@@ -23,7 +23,7 @@ type openAPIDoc struct {
 // documentedStatuses is every status route rt may answer, as the OpenAPI
 // document must list it.
 func documentedStatuses(rt route) []int {
-	out := append([]int{http.StatusInternalServerError}, rt.Statuses...)
+	out := append([]int{http.StatusPermanentRedirect, http.StatusInternalServerError}, rt.Statuses...)
 	if rt.Auth {
 		out = append(out, authStatuses...)
 	}

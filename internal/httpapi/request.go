@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ferryhq/ferry/internal/jsonerr"
 )
 
 // Documented limits of the enqueue body (see the OpenAPI document).
@@ -128,19 +130,16 @@ func strictUnmarshal(data []byte, v any, prefix string, known ...string) error {
 		return nil
 	}
 	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := prefix + te.Field
-		if te.Field == "" {
-			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidField, Field: strings.TrimSuffix(prefix, "."),
-				Message: fmt.Sprintf("%s: must be a JSON object, not %s", orBody(strings.TrimSuffix(prefix, ".")), te.Value)}
-		}
-		return fieldError(field, "must be %s, not %s", describeType(te.Type.String()), te.Value)
+	if errors.As(err, &te) && te.Field == "" {
+		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidField, Field: strings.TrimSuffix(prefix, "."),
+			Message: fmt.Sprintf("%s: must be a JSON object, not %s", orBody(strings.TrimSuffix(prefix, ".")), jsonerr.Held(te))}
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
-		return fieldError(prefix+name, "unknown field")
+	p := jsonerr.Describe(err, v)
+	if te != nil || p.Message == "unknown field" {
+		return fieldError(prefix+p.Field, "%s", p.Message)
 	}
-	return &apiError{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Field: strings.TrimSuffix(prefix, "."), Message: err.Error()}
+	return &apiError{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Field: strings.TrimSuffix(prefix, "."),
+		Message: orBody(strings.TrimSuffix(prefix, ".")) + ": " + p.Message}
 }
 
 // rfc3339 is RFC 3339's date-time grammar (upper-case T and Z).
@@ -181,20 +180,6 @@ func orBody(s string) string {
 	return s
 }
 
-func describeType(goType string) string {
-	switch goType {
-	case "string":
-		return "a string"
-	case "int":
-		return "an integer"
-	case "bool":
-		return "a boolean"
-	case "[]json.RawMessage":
-		return "an array"
-	}
-	return "a " + goType
-}
-
 func decodeEnqueueValue(data []byte, prefix string, lim Limits) (*EnqueueRequest, error) {
 	var w enqueueWire
 	if err := strictUnmarshal(data, &w, prefix, enqueueFields...); err != nil {
@@ -233,6 +218,11 @@ func decodeEnqueueValue(data []byte, prefix string, lim Limits) (*EnqueueRequest
 	}
 	if r.WorkspaceID != nil {
 		if err := checkWorkspace(prefix+"workspace_id", *r.WorkspaceID); err != nil {
+			return nil, err
+		}
+	}
+	if r.SubjectID != nil {
+		if err := checkSubject(prefix+"subject_id", *r.SubjectID); err != nil {
 			return nil, err
 		}
 	}
@@ -293,6 +283,19 @@ func checkKey(field, v string, max int) error {
 func checkWorkspace(field, v string) error {
 	if strings.ContainsAny(v, "# \t") {
 		return fieldError(field, "must not contain '#' or white space")
+	}
+	return nil
+}
+
+// checkSubject refuses the subject ids DELETE /v1/subjects/{subject_id}
+// cannot address: "." and "..". A subject id is addressed as one path
+// segment, percent-encoded ("a/b" as a%2Fb); these two are dot segments,
+// which clients, proxies and routers remove from a path even
+// percent-encoded (RFC 3986 6.2.2), so their actions could not be erased
+// by their path.
+func checkSubject(field, v string) error {
+	if v == "." || v == ".." {
+		return fieldError(field, "must not be %q: DELETE /v1/subjects/{subject_id} could not address it (a dot segment of a path)", v)
 	}
 	return nil
 }

@@ -63,6 +63,10 @@ func describeType(te *json.UnmarshalTypeError, target any) Problem {
 	return Problem{Field: te.Field, Message: fmt.Sprintf("must be %s, not %s", describeGoType(te.Type), got)}
 }
 
+// Held spells what the JSON held where a type error occurred: "a number",
+// "1.5", "a string", "a boolean", "an array", "an object".
+func Held(te *json.UnmarshalTypeError) string { return describeValue(te.Value) }
+
 // describeValue spells what the JSON held: UnmarshalTypeError.Value is
 // "number", "number 1.5", "string", "bool", "array" or "object".
 func describeValue(v string) string {
