@@ -56,6 +56,10 @@ const (
 	StopRejected             StopReason = "REJECTED"
 	StopGone                 StopReason = "GONE"
 	StopErased               StopReason = "ERASED" // a lane tombstone left by erasure
+	// StopDeferralsExhausted: the provider deferred the action more times
+	// in a row, or for longer, than Config.MaxDeferrals and
+	// Config.MaxDeferTime allow (DESIGN.md §4).
+	StopDeferralsExhausted StopReason = "DEFERRALS_EXHAUSTED"
 )
 
 // Action is one effect on the outside world: the unit of delivery.
@@ -84,6 +88,8 @@ type Action struct {
 	ExpiresAt      time.Time       // zero when it never expires
 	EndedAt        time.Time       // zero until ended
 	Owner          string          // the drainer holding the current claim (EXECUTING)
+	Deferrals      int             // deferrals in a row since the provider last answered otherwise
+	DeferredSince  time.Time       // when the first of those deferrals was written; zero when none
 
 	// followed: a later member of the action's lane was claimed behind it
 	// in the same group, so the action is not its lane's tail and its end

@@ -259,12 +259,43 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 		res = normalizeResult(spec.Class, true, res)
 	}
 	rep.Outcome = res.Outcome
-	d := decide(res, a.Attempt, a.MaxAttempts, time.Duration(e.backoff(a.Attempt)))
+	d := e.decideAttempt(&a, res)
 	// runGroup starts a member only after the one before it ended.
 	ended, refused, err := e.applyDecision(ctx, &a, d, res, true)
 	rep.Ended = ended
 	rep.Settled = d.Write && !refused && err == nil
 	return rep, err
+}
+
+// decideAttempt maps an attempt's result to its write: decide, and for a
+// Defer outcome decideDeferral with the row's streak and the configured
+// bounds.
+func (e *Engine) decideAttempt(a *Action, res Result) decision {
+	backoff := time.Duration(e.backoff(a.Attempt))
+	if res.Outcome != OutcomeDefer {
+		return decide(res, a.Attempt, a.MaxAttempts, backoff)
+	}
+	if res.Wait <= 0 {
+		// No usable wait: back off by the deferral's number in its streak.
+		backoff = time.Duration(e.backoff(a.Deferrals + 1))
+	}
+	return decideDeferral(res, deferStreak{Count: a.Deferrals, Since: a.DeferredSince},
+		deferBounds{Max: e.cfg.MaxDeferrals, For: e.cfg.MaxDeferTime}, e.clk.Now().UTC(), backoff)
+}
+
+// condDeferral is the condition a Defer outcome's write puts on the row:
+// below both bounds to defer again, at or past one of them to end.
+func condDeferral(w *deferralWrite) cond {
+	c := cond{
+		names: map[string]string{"#dfn": attrDefers, "#dfs": attrDeferAt},
+		vals:  map[string]types.AttributeValue{":dmax": avN(int64(w.Max)), ":dcut": avMs(w.Cutoff)},
+	}
+	if w.Exhausted {
+		c.expr = "#dfn >= :dmax OR #dfs <= :dcut"
+	} else {
+		c.expr = "(attribute_not_exists(#dfn) OR #dfn < :dmax) AND (attribute_not_exists(#dfs) OR #dfs > :dcut)"
+	}
+	return c
 }
 
 // applyDecision writes what an attempt decided, guarded by the claim's
@@ -276,7 +307,11 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		return false, false, nil
 	}
 	if d.To.Ended() {
-		_, err := e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: condHeld(a.Epoch, a.Owner), Result: res, InOrder: inOrder})
+		c := condHeld(a.Epoch, a.Owner)
+		if d.Deferral != nil {
+			c = c.and(condDeferral(d.Deferral))
+		}
+		_, err := e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: c, Result: res, InOrder: inOrder})
 		if err != nil {
 			if isCondFailed(err) {
 				e.obs.FenceRefused(a)
@@ -308,7 +343,17 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 			c.names["#att"] = attrAttempt
 			c.vals[":one"] = avN(1)
 		}
-		upd += " REMOVE #lx, #own, #wsa"
+		if d.Deferral != nil {
+			// The streak grows by one, within its bounds (the condition).
+			upd += ", #dfn = if_not_exists(#dfn, :zero) + :one, #dfs = if_not_exists(#dfs, :dsince)"
+			c = c.and(condDeferral(d.Deferral))
+			c.vals[":zero"], c.vals[":one"], c.vals[":dsince"] = avN(0), avN(1), avMs(d.Deferral.Since)
+			upd += " REMOVE #lx, #own, #wsa"
+		} else {
+			// Any other answer of the provider ends a streak of deferrals.
+			upd += " REMOVE #lx, #own, #wsa, #dfn, #dfs"
+			c.names["#dfn"], c.names["#dfs"] = attrDefers, attrDeferAt
+		}
 	case StateEXECUTING:
 		// Reread: keep the fence; the lease ends after the wait and the
 		// next claim reads back first. The row moves to the end of its wait
@@ -316,8 +361,9 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		// claimable work (claims read the index from its oldest end).
 		// It re-enters due at its lease expiry (ADR 0009), where claims and
 		// the reaper find it, with its projected state EXECUTING.
-		upd = "SET #lx = :at, #dpk = :dpk, #dsk = :dsk REMOVE #own"
+		upd = "SET #lx = :at, #dpk = :dpk, #dsk = :dsk REMOVE #own, #dfn, #dfs"
 		c.names["#dsk"], c.names["#dpk"] = attrDueSK, attrDuePK
+		c.names["#dfn"], c.names["#dfs"] = attrDefers, attrDeferAt
 		c.vals[":dsk"], c.vals[":dpk"] = avS(timeSK(at, a.Seq)), avS(duePK(a.Partition))
 	default:
 		return false, false, fmt.Errorf("outbox: no write for decision to %s", d.To)
@@ -362,7 +408,7 @@ func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*A
 	// The write is guarded by the epoch and owner the caller holds, not by
 	// what was just read.
 	cur.Epoch, cur.Owner = held.Epoch, held.Owner
-	d := decide(res, cur.Attempt, cur.MaxAttempts, time.Duration(e.backoff(cur.Attempt)))
+	d := e.decideAttempt(&cur, res)
 	// A caller may finish a lane member claimed behind a head that has not
 	// ended; only a set write fence proves the lane before it ended.
 	_, refused, err := e.applyDecision(ctx, &cur, d, res, !cur.WriteStartedAt.IsZero())

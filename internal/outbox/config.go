@@ -22,24 +22,35 @@ type Config struct {
 	StuckAfter  time.Duration // a lane head due longer than this counts as stuck; default 15m
 	MaxPayload  int           // payload bytes; default 200 KiB
 	SeqBlock    int           // seq numbers reserved per counter update; default 32
+	// MaxDeferrals bounds the deferrals of an action in a row (a Defer
+	// outcome after another, with no other answer of the provider
+	// between); the next one ends it FAILED with DEFERRALS_EXHAUSTED.
+	// Default 50.
+	MaxDeferrals int
+	// MaxDeferTime bounds how long such a run of deferrals may last, from
+	// the first deferral's write; no deferral waits past it. Default 24h
+	// (a provider's daily quota). At least RetryBase.
+	MaxDeferTime time.Duration
 }
 
 // The defaults of Config.
 const (
-	DefaultPartitions  = 16
-	DefaultLease       = 5 * time.Minute
-	DefaultWriteMargin = 60 * time.Second
-	DefaultRetryBase   = time.Second
-	DefaultRetryCap    = 15 * time.Minute
-	DefaultBatchSize   = 25
-	DefaultMaxAttempts = 8
-	DefaultRetention   = 30 * 24 * time.Hour
-	DefaultRowCap      = 500000
-	DefaultClockSkew   = 5 * time.Second
-	DefaultStuckAfter  = 15 * time.Minute
-	DefaultMaxPayload  = 200 * 1024
-	DefaultSeqBlock    = 32
-	DefaultTable       = "ferry"
+	DefaultPartitions   = 16
+	DefaultLease        = 5 * time.Minute
+	DefaultWriteMargin  = 60 * time.Second
+	DefaultRetryBase    = time.Second
+	DefaultRetryCap     = 15 * time.Minute
+	DefaultBatchSize    = 25
+	DefaultMaxAttempts  = 8
+	DefaultRetention    = 30 * 24 * time.Hour
+	DefaultRowCap       = 500000
+	DefaultClockSkew    = 5 * time.Second
+	DefaultStuckAfter   = 15 * time.Minute
+	DefaultMaxPayload   = 200 * 1024
+	DefaultSeqBlock     = 32
+	DefaultMaxDeferrals = 50
+	DefaultMaxDeferTime = 24 * time.Hour
+	DefaultTable        = "ferry"
 
 	// MaxTransactItems is DynamoDB's limit of items in one transaction.
 	MaxTransactItems = 100
@@ -88,6 +99,12 @@ func (c Config) WithDefaults() Config {
 	if c.SeqBlock == 0 {
 		c.SeqBlock = DefaultSeqBlock
 	}
+	if c.MaxDeferrals == 0 {
+		c.MaxDeferrals = DefaultMaxDeferrals
+	}
+	if c.MaxDeferTime == 0 {
+		c.MaxDeferTime = DefaultMaxDeferTime
+	}
 	return c
 }
 
@@ -130,6 +147,10 @@ func (c Config) Validate() error {
 		return bad("MaxPayload", "max payload must be between 1 and %d bytes (the 400 KB item limit leaves room for attributes), got %d", 350*1024, c.MaxPayload)
 	case c.SeqBlock < 1 || c.SeqBlock > 10000:
 		return bad("SeqBlock", "seq block must be between 1 and 10000, got %d", c.SeqBlock)
+	case c.MaxDeferrals < 1 || c.MaxDeferrals > 10000:
+		return bad("MaxDeferrals", "max deferrals must be between 1 and 10000, got %d", c.MaxDeferrals)
+	case c.MaxDeferTime < c.RetryBase:
+		return bad("MaxDeferTime", "max defer time (%s) cannot be shorter than RetryBase (%s)", c.MaxDeferTime, c.RetryBase)
 	}
 	return nil
 }

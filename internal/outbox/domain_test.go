@@ -112,6 +112,46 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideDeferral holds the deferral bounds of DESIGN.md §4 (issue 13,
+// finding 1): a Defer without a usable wait backs off like a retry, no
+// wait reaches past the streak's time bound, and a streak at either bound
+// ends FAILED with DEFERRALS_EXHAUSTED.
+func TestDecideDeferral(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	const backoff = 4 * time.Second
+	b := deferBounds{Max: 5, For: time.Hour}
+	cut := now.Add(-time.Hour)
+	defer1 := func(wait time.Duration, since time.Time) decision {
+		return decision{To: StateADMITTED, Wait: wait, Uncount: true, Write: true,
+			Deferral: &deferralWrite{Max: 5, Cutoff: cut, Since: since}}
+	}
+	exhausted := decision{To: StateFAILED, Reason: StopDeferralsExhausted, Write: true,
+		Deferral: &deferralWrite{Exhausted: true, Max: 5, Cutoff: cut}}
+	for _, tc := range []struct {
+		name string
+		r    Result
+		s    deferStreak
+		want decision
+	}{
+		{"ProviderWaitHonoured", Defer(time.Minute, nil), deferStreak{}, defer1(time.Minute, now)},
+		{"RetryAfterZeroBacksOff", Defer(0, nil), deferStreak{}, defer1(backoff, now)},
+		{"NegativeWaitBacksOff", Defer(-time.Second, nil), deferStreak{}, defer1(backoff, now)},
+		{"StreakKeepsItsStart", Defer(time.Minute, nil), deferStreak{Count: 2, Since: now.Add(-10 * time.Minute)}, defer1(time.Minute, now.Add(-10*time.Minute))},
+		{"AbsurdWaitClampedToTheBound", Defer(48*time.Hour, nil), deferStreak{}, defer1(time.Hour, now)},
+		{"WaitClampedToWhatIsLeft", Defer(time.Hour, nil), deferStreak{Count: 1, Since: now.Add(-50 * time.Minute)}, defer1(10*time.Minute, now.Add(-50*time.Minute))},
+		{"LastDeferralWithinCount", Defer(time.Second, nil), deferStreak{Count: 4, Since: now.Add(-time.Minute)}, defer1(time.Second, now.Add(-time.Minute))},
+		{"CountExhausted", Defer(time.Second, nil), deferStreak{Count: 5, Since: now.Add(-time.Minute)}, exhausted},
+		{"TimeExhausted", Defer(time.Second, nil), deferStreak{Count: 1, Since: cut}, exhausted},
+		{"TimeExhaustedWithoutWait", Defer(0, nil), deferStreak{Count: 3, Since: cut.Add(-time.Second)}, exhausted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, decideDeferral(tc.r, tc.s, b, now, backoff))
+		})
+	}
+}
+
 func TestBackoffWithInjectedJitter(t *testing.T) {
 	t.Parallel()
 	bo := Backoff{Base: time.Second, Cap: 10 * time.Second}

@@ -43,6 +43,8 @@ const (
 	attrDuePK     = "due_pk"
 	attrDueSK     = "due_sk"
 	attrSubPK     = "sub_pk"
+	attrDefers    = "dfn" // deferrals in a row (absent when none)
+	attrDeferAt   = "dfs" // when the first deferral of the row's streak was written (Unix ms)
 	// end_pk/end_sk (the `ended` index keys) are no longer written: ADR
 	// 0010 replaced the index with the retention journal (journal.go).
 
@@ -234,6 +236,8 @@ func decodeAction(it map[string]types.AttributeValue) (Action, bool) {
 		ExpiresAt:      getMs(it, attrExpires),
 		EndedAt:        getMs(it, attrEnded),
 		Owner:          getS(it, attrOwner),
+		Deferrals:      int(getN(it, attrDefers)),
+		DeferredSince:  getMs(it, attrDeferAt),
 	}
 	if a.ID == "" {
 		a.ID = ActionID(p, seq)

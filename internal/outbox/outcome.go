@@ -67,6 +67,19 @@ type decision struct {
 	Uncount   bool          // the attempt does not count (Defer)
 	KeepFence bool          // EXECUTING after Reread: the fence stays so the next attempt reads back
 	Write     bool          // false for Abandoned: nothing is written
+	// Deferral, for a Defer outcome: the bounds the write's condition
+	// holds the row to (see decideDeferral).
+	Deferral *deferralWrite
+}
+
+// deferralWrite is what a Defer outcome's write checks on the row itself:
+// the streak is below its bounds (ADMITTED), or has reached one of them
+// (FAILED with DEFERRALS_EXHAUSTED). The row, not Go code, decides.
+type deferralWrite struct {
+	Exhausted bool
+	Max       int       // Config.MaxDeferrals
+	Cutoff    time.Time // the decision's time less Config.MaxDeferTime: a streak begun at or before it is over
+	Since     time.Time // ADMITTED: the streak's first deferral (the decision's time when it starts one)
 }
 
 // decide maps a normalized result to the write that follows, given the
@@ -111,6 +124,46 @@ func decide(r Result, attempt, maxAttempts int, backoff time.Duration) decision 
 		return decision{To: StateCANCELLED, Reason: reason(StopCancelled), Write: true}
 	}
 	return decision{Write: false}
+}
+
+// deferStreak is an action's run of deferrals in a row: how many were
+// written, and when the first of them was.
+type deferStreak struct {
+	Count int
+	Since time.Time
+}
+
+// deferBounds are Config.MaxDeferrals and Config.MaxDeferTime.
+type deferBounds struct {
+	Max int
+	For time.Duration
+}
+
+// decideDeferral maps a Defer outcome to its write (DESIGN.md §4): the
+// action goes back to ADMITTED, uncounted, after the provider's wait, or
+// after backoff when the provider gave none (a Retry-After of 0 or none at
+// all: backoff is the retry backoff for the deferral's number in the
+// streak, so waits grow as a retry's do). No wait reaches past the
+// streak's time bound. A streak that already holds Max deferrals, or began
+// For ago or earlier, ends instead: FAILED, DEFERRALS_EXHAUSTED, so the
+// lane behind it moves on.
+func decideDeferral(r Result, s deferStreak, b deferBounds, now time.Time, backoff time.Duration) decision {
+	cutoff := now.Add(-b.For)
+	if s.Count >= b.Max || (s.Count > 0 && !s.Since.After(cutoff)) {
+		return decision{To: StateFAILED, Reason: StopDeferralsExhausted, Write: true,
+			Deferral: &deferralWrite{Exhausted: true, Max: b.Max, Cutoff: cutoff}}
+	}
+	since := s.Since
+	if s.Count == 0 {
+		since = now
+	}
+	w := r.Wait
+	if w <= 0 {
+		w = backoff
+	}
+	w = max(min(w, since.Add(b.For).Sub(now)), 0)
+	return decision{To: StateADMITTED, Wait: w, Uncount: true, Write: true,
+		Deferral: &deferralWrite{Max: b.Max, Cutoff: cutoff, Since: since}}
 }
 
 // Backoff is the retry policy: exponential from Base, capped at Cap, with

@@ -36,6 +36,7 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 		{"NoIdempotencyRecord", BreakNoIdempotencyRecord, []string{"idempotency"}, 0},
 		{"JournalDropped", BreakDropJournal, []string{"retention-journal"}, 0},
 		{"InflightEntriesLost", BreakInflightLost, []string{"tracking"}, 0},
+		{"DeferralsUnbounded", BreakUnboundedDeferrals, []string{"deferral-bound"}, 120},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

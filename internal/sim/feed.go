@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ferryhq/ferry/internal/ddblocal"
 	"github.com/ferryhq/ferry/internal/outbox"
@@ -247,6 +248,9 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 			return
 		}
 	}
+	if p.kind == "drainer" && nep == oep {
+		w.checkDeferral(p, r, old, nw)
+	}
 	if nst.Ended() {
 		r.ended++
 		r.endedBy = p
@@ -343,4 +347,67 @@ func (w *world) retained(id string) bool {
 	pr := w.rows[id]
 	return pr != nil && pr.gone == "" &&
 		!(has(pr.item, "ttl") && num(pr.item, "ttl") < w.clk.Now().Add(w.cfg.ClockSkew).Unix())
+}
+
+// checkDeferral keeps the row's run of deferrals from the holder's writes
+// and holds it to the configured bounds (DESIGN.md §4; issue 13): no
+// action defers more than MaxDeferrals times in a row, none waits past
+// MaxDeferTime from the first deferral of its run, and none ends
+// DEFERRALS_EXHAUSTED before either bound. A deferral's write leaves
+// EXECUTING for ADMITTED with the attempt given back, after a provider
+// call of that epoch answered Defer (a release gives it back without a
+// call). The checker counts those writes itself; only the end of a run
+// (the row's streak attributes removed by another outcome) it takes from
+// the row.
+func (w *world) checkDeferral(p *proc, r *row, old, nw ddblocal.Item) {
+	if state(old) != outbox.StateEXECUTING || has(nw, "own") {
+		return // not the holder's outcome write (a lease renewal, the fence)
+	}
+	id, now := r.id, w.clk.Now()
+	ep, answered := p.deferred[id]
+	deferral := answered && ep == num(old, "ep") && state(nw) == outbox.StateADMITTED && num(nw, "att") == num(old, "att")-1
+	switch {
+	case deferral:
+		r.defers++
+		// The run starts when its first deferral was decided, which the
+		// row records (dfs); a start later than the write landed would
+		// stretch the bound, a start that moves would lift it.
+		since := msTime(nw, "dfs")
+		if !has(nw, "dfs") {
+			// No start recorded: the run began when its first write
+			// landed, as far as this checker knows.
+			since = r.deferSince
+			if r.defers == 1 {
+				since = now
+			}
+		}
+		if r.defers == 1 {
+			if since.After(now.Add(2 * w.cfg.ClockSkew)) {
+				w.violate("deferral-bound", []string{id}, "%s began %s's run of deferrals at %s, after its write landed", p.name, id, fmtDur(since.Sub(epoch0)))
+				return
+			}
+			r.deferSince = since
+		} else if !since.Equal(r.deferSince) {
+			w.violate("deferral-bound", []string{id}, "%s moved the start of %s's run of deferrals from %s to %s", p.name, id, fmtDur(r.deferSince.Sub(epoch0)), fmtDur(since.Sub(epoch0)))
+			return
+		}
+		if r.defers > w.cfg.MaxDeferrals {
+			w.violate("deferral-bound", []string{id}, "%s deferred %s %d times in a row (MaxDeferrals %d)", p.name, id, r.defers, w.cfg.MaxDeferrals)
+			return
+		}
+		if bound := r.deferSince.Add(w.cfg.MaxDeferTime); msTime(nw, "nat").After(bound) {
+			w.violate("deferral-bound", []string{id}, "%s deferred %s until %s, past its run's bound %s (MaxDeferTime %s from %s)",
+				p.name, id, fmtDur(msTime(nw, "nat").Sub(epoch0)), fmtDur(bound.Sub(epoch0)), w.cfg.MaxDeferTime, fmtDur(r.deferSince.Sub(epoch0)))
+		}
+	case str(nw, "sr") == string(outbox.StopDeferralsExhausted):
+		early := r.defers < w.cfg.MaxDeferrals && (r.defers == 0 || now.Sub(r.deferSince) < w.cfg.MaxDeferTime-2*w.cfg.ClockSkew)
+		if early {
+			w.violate("deferral-bound", []string{id}, "%s ended %s DEFERRALS_EXHAUSTED after %d deferrals in %s", p.name, id, r.defers, now.Sub(r.deferSince))
+		}
+	case !has(nw, "dfn"):
+		// The run ended with another answer (a retry, a reread): the row
+		// says so. A release keeps the run, as an attempt that lost its
+		// lease does.
+		r.defers, r.deferSince = 0, time.Time{}
+	}
 }

@@ -38,8 +38,11 @@ type proc struct {
 	fenceV      int64
 	erasing     [2]string // erase: workspace, subject
 	pending     map[*callRec]bool
-	res         *outbox.DrainResult
-	err         error
+	// deferred: action id -> the epoch whose provider call answered Defer
+	// (the deferral-bound checker tells a deferral's write from a release).
+	deferred map[string]int64
+	res      *outbox.DrainResult
+	err      error
 }
 
 func procOf(ctx context.Context) *proc {
@@ -49,7 +52,7 @@ func procOf(ctx context.Context) *proc {
 
 func (w *world) newProc(kind string, h *host) *proc {
 	w.nproc++
-	p := &proc{id: w.nproc, kind: kind, host: h, pending: map[*callRec]bool{}}
+	p := &proc{id: w.nproc, kind: kind, host: h, pending: map[*callRec]bool{}, deferred: map[string]int64{}}
 	p.name = fmt.Sprintf("%s%d@%s", kind[:1], w.nproc, h.name)
 	return p
 }

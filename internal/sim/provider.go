@@ -83,7 +83,11 @@ func (w *world) drawBehaviour() behaviour {
 	case x < 0.63:
 		return behaviour{name: "retry", res: outbox.Retry(errProvider)}
 	case x < 0.68:
-		return behaviour{name: "defer", res: outbox.Defer(randDur(w.rng, 0, 20e9), errProvider)}
+		wait := randDur(w.rng, 0, 20e9)
+		if wait < 2*time.Second {
+			wait = 0 // Retry-After: 0, no usable wait
+		}
+		return behaviour{name: "defer", res: outbox.Defer(wait, errProvider)}
 	case x < 0.72:
 		return behaviour{name: "failed", res: outbox.Failed(outbox.StopRejected, errProvider)}
 	case x < 0.74:
@@ -119,6 +123,9 @@ func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	w.checkCallStart(p, t, att)
 	deadline := w.callDeadline(ctx, att.Action.ID, now)
 	b := w.drawBehaviour()
+	if t.deferring && !w.quiet {
+		b = behaviour{name: "defer", res: outbox.Defer(0, errProvider)}
+	}
 	rec := &callRec{tok: t, p: p, id: att.Action.ID, start: now, deadline: deadline,
 		accepted: b.accept, inflight: true}
 	w.calls = append(w.calls, rec)
@@ -159,6 +166,9 @@ func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	}
 	if b.panic {
 		panic("simulated provider panic")
+	}
+	if b.name == "defer" {
+		p.deferred[att.Action.ID] = att.Action.Epoch
 	}
 	if b.name == "done" {
 		if a.spec.Class == outbox.IdempotentReceiver && w.opt.Broken&BreakIdemResend != 0 {

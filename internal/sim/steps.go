@@ -166,7 +166,10 @@ var (
 func (w *world) newToken(h *host) *token {
 	w.ntok++
 	t := &token{name: fmt.Sprintf("k%d", w.ntok), ws: workspaces[w.rng.IntN(len(workspaces))],
-		effectRef: map[string]string{}, maybeSent: map[string]bool{}}
+		effectRef: map[string]string{}, maybeSent: map[string]bool{},
+		// One token in seven has a receiver that defers with Retry-After
+		// 0 (no draw from the seed: the rest of the run stays as it was).
+		deferring: w.ntok%7 == 0}
 	switch {
 	case h == w.future:
 		t.kind = kindFuture
@@ -521,6 +524,8 @@ func (w *world) tally() {
 		switch {
 		case r.gone != "":
 			w.res.Actions[r.gone]++
+		case str(r.item, "sr") == string(outbox.StopDeferralsExhausted):
+			w.res.Actions[string(state(r.item))+" ("+string(outbox.StopDeferralsExhausted)+")"]++
 		case state(r.item).Ended():
 			w.res.Actions[string(state(r.item))]++
 		case w.excused[r.id] != "":

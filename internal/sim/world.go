@@ -61,6 +61,9 @@ const (
 	// BreakInflightLost drops the in-flight entries a claim records on the
 	// fence row (design.md §3.3): claimed actions are then in no index.
 	BreakInflightLost
+	// BreakUnboundedDeferrals drops a deferral's count and its bounds from
+	// its write: the row never shows a run of deferrals, so none ends.
+	BreakUnboundedDeferrals
 )
 
 // Options describes one run.
@@ -121,6 +124,10 @@ var simConfig = outbox.Config{
 	ClockSkew:   2 * time.Second,
 	StuckAfter:  5 * time.Minute,
 	SeqBlock:    4,
+	// Small deferral bounds, so that receivers answering 429 with
+	// Retry-After 0 reach them within a run.
+	MaxDeferrals: 2,
+	MaxDeferTime: 15 * time.Second,
 }
 
 var epoch0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -220,6 +227,9 @@ type token struct {
 	accepted                            []*callRec
 	effectRef                           map[string]string // read-back kind: action id -> the provider holds its effect
 	maybeSent                           map[string]bool   // at-most-once kind: action id -> a call may have delivered
+	// deferring: its receiver answers every call "429, Retry-After: 0"
+	// until the run quiets down.
+	deferring bool
 }
 
 // row is the shadow of one action row, kept from the change feed.
@@ -238,6 +248,10 @@ type row struct {
 	// claim-fenced kind (design.md §5) the claim is the reference point of the
 	// fencing check.
 	claims map[int64]claimRec
+	// defers counts the row's deferral writes in a row, and deferSince
+	// is when the first of them landed (the deferral-bound checker).
+	defers     int
+	deferSince time.Time
 }
 
 // claimRec is one committed claim of an action.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 
 // Script is the payload of the suite's kinds: what each attempt answers.
 // Do[i] is the answer of attempt i+1 (the last one repeats): "done",
-// "retry", "defer", "reread", "uncertain", "failed", "cancelled", "panic",
+// "retry", "defer" (no wait: Retry-After 0), "defer:<duration>" (the
+// provider's wait), "reread", "uncertain", "failed", "cancelled", "panic",
 // "error", or "crash" (the drainer's goroutine dies after the fence).
 // ReadBack is what a read-back answers: "done", "none", "absent", "reread",
 // "error". Prepare is what Prepare answers ("" = carry on, or an outcome
@@ -96,6 +98,14 @@ func (a *scriptAdapter) Validate(_ string, payload json.RawMessage) error {
 }
 
 func answer(word string) outbox.Result {
+	if w, ok := strings.CutPrefix(word, "defer:"); ok {
+		// A provider's own wait, e.g. "defer:5m" (Retry-After: 300).
+		d, err := time.ParseDuration(w)
+		if err != nil {
+			panic(fmt.Sprintf("storetest: bad wait in script word %q", word))
+		}
+		return outbox.Defer(d, errors.New("rate limited"))
+	}
 	switch word {
 	case "done", "":
 		return outbox.Done("ref-1")
