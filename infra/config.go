@@ -25,6 +25,8 @@ type Config struct {
 	WriteMargin               string `json:"writeMargin"`
 	ProviderTimeout           string `json:"providerTimeout"`
 	ClockSkew                 string `json:"clockSkew"`
+	MaxDeferrals              int    `json:"maxDeferrals"`
+	MaxDeferTime              string `json:"maxDeferTime"`
 	Retention                 string `json:"retention"`
 	RowCap                    int    `json:"rowCap"`
 	LogLevel                  string `json:"logLevel"`
@@ -92,7 +94,7 @@ func ConfigFromContext(v any) (Config, error) {
 func (c Config) Props() (Props, error) {
 	p := Props{
 		AssetDir: c.AssetDir, TableName: c.TableName, DisableDeletionProtection: c.DisableDeletionProtection,
-		KMSKeyARN: c.KMSKeyARN, Partitions: c.Partitions, RowCap: c.RowCap, LogLevel: c.LogLevel,
+		KMSKeyARN: c.KMSKeyARN, Partitions: c.Partitions, RowCap: c.RowCap, MaxDeferrals: c.MaxDeferrals, LogLevel: c.LogLevel,
 		LogRetentionDays: c.LogRetentionDays, JWTIssuer: c.JWTIssuer, JWTAudience: c.JWTAudience,
 		WorkspaceClaim: c.WorkspaceClaim, IAMWorkspaces: c.IAMWorkspaces, APIThrottleRate: c.APIThrottleRate,
 		APIThrottleBurst: c.APIThrottleBurst, SESIdentityARNs: c.SESIdentityARNs,
@@ -122,6 +124,7 @@ func (c Config) Props() (Props, error) {
 	dur("writeMargin", c.WriteMargin, &p.WriteMargin)
 	dur("providerTimeout", c.ProviderTimeout, &p.ProviderTimeout)
 	dur("clockSkew", c.ClockSkew, &p.ClockSkew)
+	dur("maxDeferTime", c.MaxDeferTime, &p.MaxDeferTime)
 	dur("retention", c.Retention, &p.Retention)
 	dur("streamBatchingWindow", c.StreamBatchingWindow, &p.StreamBatchingWindow)
 	dur("alarms.oldestDueAge", c.Alarms.OldestDueAge, &p.Alarms.OldestDueAge)

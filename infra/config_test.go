@@ -66,6 +66,7 @@ func TestFunctionEnvironment(t *testing.T) {
 	shared := map[string]string{
 		EnvTable: "ferry", EnvPartitions: "16", EnvLease: "5m", EnvWriteMargin: "60s", EnvLogLevel: "info",
 		EnvRetention: "720h", EnvRowCap: "500000", EnvStack: "Ferry", EnvClockSkew: "5s", EnvProviderTimeout: "30s",
+		EnvMaxDeferrals: "50", EnvMaxDeferTime: "24h",
 	}
 	with := func(extra map[string]string) map[string]string {
 		m := map[string]string{}
@@ -97,6 +98,19 @@ func TestFunctionEnvironment(t *testing.T) {
 	enq, err := FunctionEnvironment(FunctionEnqueue, &p, "ferry", "Ferry")
 	require.NoError(t, err)
 	require.Equal(t, "groups", enq[EnvWorkspaceClaim])
+
+	// The deferral bounds and the clock skew reach the functions.
+	c, err := ConfigFromContext(`{"clockSkew": "2s", "maxDeferrals": 7, "maxDeferTime": "90m"}`)
+	require.NoError(t, err)
+	q, err := c.Props()
+	require.NoError(t, err)
+	q = q.WithDefaults()
+	require.NoError(t, q.Validate())
+	drn, err := FunctionEnvironment(FunctionDrainer, &q, "ferry", "Ferry")
+	require.NoError(t, err)
+	require.Equal(t, "2s", drn[EnvClockSkew])
+	require.Equal(t, "7", drn[EnvMaxDeferrals])
+	require.Equal(t, "1h30m", drn[EnvMaxDeferTime])
 	require.NotContains(t, enq, EnvIAMWorkspaces)
 	require.Equal(t, "ferry-enqueue", enq[EnvOTelServiceName])
 	drainer, err := FunctionEnvironment(FunctionDrainer, &p, "ferry", "Ferry")

@@ -31,6 +31,10 @@ const (
 	// checked against, to the functions that must honour them.
 	EnvClockSkew       = "FERRY_CLOCK_SKEW"
 	EnvProviderTimeout = "FERRY_PROVIDER_TIMEOUT"
+	// EnvMaxDeferrals and EnvMaxDeferTime bound a run of deferrals
+	// (MaxDeferrals, MaxDeferTime).
+	EnvMaxDeferrals = "FERRY_MAX_DEFERRALS"
+	EnvMaxDeferTime = "FERRY_MAX_DEFER_TIME"
 	// OpenTelemetry's own variables, set with Tracing "otel" only.
 	EnvOTelServiceName = "OTEL_SERVICE_NAME"
 	EnvOTelEndpoint    = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -59,7 +63,12 @@ func FunctionEnvironment(fn FunctionName, p *Props, table, stack string) (map[st
 		// rules were checked with are the values the functions run with.
 		EnvClockSkew:       fmtDur(p.ClockSkew),
 		EnvProviderTimeout: fmtDur(p.ProviderTimeout),
-		EnvLogLevel:        strings.ToLower(p.LogLevel),
+		// The drainer ends an action DEFERRALS_EXHAUSTED when a run of
+		// deferrals reaches a bound; every function shares one
+		// configuration.
+		EnvMaxDeferrals: strconv.Itoa(p.MaxDeferrals),
+		EnvMaxDeferTime: fmtDur(p.MaxDeferTime),
+		EnvLogLevel:     strings.ToLower(p.LogLevel),
 		// Every function ends actions (cancel, outcomes, the reaper) and
 		// stamps their TTL and journal expiry from the retention, so all
 		// of them read it, not only the retention function.

@@ -95,8 +95,13 @@ type Props struct {
 	// timing rules below are checked against.
 	ProviderTimeout time.Duration
 	// ClockSkew is the documented bound on clock skew between function
-	// instances. Default 5s.
+	// instances (FERRY_CLOCK_SKEW). Default 5s.
 	ClockSkew time.Duration
+	// MaxDeferrals and MaxDeferTime bound a run of deferrals of one action
+	// (FERRY_MAX_DEFERRALS, FERRY_MAX_DEFER_TIME); then it ends FAILED,
+	// DEFERRALS_EXHAUSTED. Default 50 and 24h.
+	MaxDeferrals int
+	MaxDeferTime time.Duration
 	// Retention is how long ended actions are kept (TTL). Default 30 days.
 	Retention time.Duration
 	// RowCap is the most ended actions kept. Default 500000.
@@ -172,6 +177,8 @@ const (
 	DefaultLease            = outbox.DefaultLease
 	DefaultWriteMargin      = outbox.DefaultWriteMargin
 	DefaultClockSkew        = outbox.DefaultClockSkew
+	DefaultMaxDeferrals     = outbox.DefaultMaxDeferrals
+	DefaultMaxDeferTime     = outbox.DefaultMaxDeferTime
 	DefaultRetention        = outbox.DefaultRetention
 	DefaultRowCap           = outbox.DefaultRowCap
 	DefaultProviderTimeout  = 30 * time.Second
@@ -234,6 +241,8 @@ func (p Props) WithDefaults() Props {
 	setDur(&p.WriteMargin, DefaultWriteMargin)
 	setDur(&p.ProviderTimeout, DefaultProviderTimeout)
 	setDur(&p.ClockSkew, DefaultClockSkew)
+	setInt(&p.MaxDeferrals, DefaultMaxDeferrals)
+	setDur(&p.MaxDeferTime, DefaultMaxDeferTime)
 	setDur(&p.Retention, DefaultRetention)
 	setInt(&p.RowCap, DefaultRowCap)
 	setStr(&p.LogLevel, DefaultLogLevel)
@@ -291,6 +300,7 @@ func (p *Props) engineConfig() outbox.Config {
 	return outbox.Config{
 		Table: p.TableName, Partitions: p.Partitions, Lease: p.Lease, WriteMargin: p.WriteMargin,
 		ClockSkew: p.ClockSkew, Retention: p.Retention, RowCap: p.RowCap,
+		MaxDeferrals: p.MaxDeferrals, MaxDeferTime: p.MaxDeferTime,
 	}.WithDefaults()
 }
 
@@ -327,7 +337,7 @@ func (p *Props) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Lease", p.Lease}, {"WriteMargin", p.WriteMargin}, {"ProviderTimeout", p.ProviderTimeout}, {"ClockSkew", p.ClockSkew}, {"Retention", p.Retention}, {"StreamBatchingWindow", p.StreamBatchingWindow}} {
+	}{{"Lease", p.Lease}, {"WriteMargin", p.WriteMargin}, {"ProviderTimeout", p.ProviderTimeout}, {"ClockSkew", p.ClockSkew}, {"Retention", p.Retention}, {"MaxDeferTime", p.MaxDeferTime}, {"StreamBatchingWindow", p.StreamBatchingWindow}} {
 		if d.v < 0 {
 			bad("%s (%s) must be positive", d.name, fmtDur(d.v))
 		}
@@ -337,7 +347,9 @@ func (p *Props) Validate() error {
 	if err := p.engineConfig().Validate(); err != nil {
 		var ve *outbox.ValidationError
 		if errors.As(err, &ve) {
-			bad("%s: %s", ve.Field, ve.Message)
+			// The engine's messages name its fields, which are these props
+			// but for the table's name.
+			bad("%s", ve.Named(map[string]string{"Table": "TableName"}))
 		} else {
 			bad("%s", err)
 		}

@@ -29,7 +29,7 @@ func TestPropsValidateNamesTheProps(t *testing.T) {
 		want   string
 	}{
 		{"WriteMarginNotShorterThanLease", func(p *Props) { p.WriteMargin, p.Lease = 60*time.Second, 30*time.Second },
-			"WriteMargin: write margin (1m0s) must be shorter than Lease (30s)"},
+			"WriteMargin (1m0s) must be shorter than Lease (30s): lower WriteMargin below 30s or raise Lease above 1m0s"},
 		{"ProviderCallOutlivesMargin", func(p *Props) { p.ProviderTimeout = 60 * time.Second },
 			"ProviderTimeout (60s) + ClockSkew (5s) must be shorter than WriteMargin (60s)"},
 		{"DrainerTooShort", func(p *Props) { p.Functions.Drainer.Timeout = 80 * time.Second },

@@ -270,6 +270,7 @@ func TestFunctions(t *testing.T) {
 		"FERRY_TABLE": tableRef, "FERRY_PARTITIONS": "16", "FERRY_LEASE": "5m",
 		"FERRY_WRITE_MARGIN": "60s", "LOG_LEVEL": "info", "FERRY_RETENTION": "720h", "FERRY_ROW_CAP": "500000",
 		"FERRY_STACK": "Ferry", "FERRY_CLOCK_SKEW": "5s", "FERRY_PROVIDER_TIMEOUT": "30s",
+		"FERRY_MAX_DEFERRALS": "50", "FERRY_MAX_DEFER_TIME": "24h",
 	}
 	with := func(extra map[string]any) map[string]any {
 		m := map[string]any{}
@@ -692,7 +693,7 @@ func TestCdkNagHasNoUnsuppressedFindings(t *testing.T) {
 func TestNewStackRefusesInvalidProps(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
 	_, err := NewStack(app, "Bad", Props{AssetDir: testAssetDir, WriteMargin: time.Minute, Lease: 30 * time.Second})
-	require.ErrorContains(t, err, "WriteMargin: write margin (1m0s) must be shorter than Lease (30s)")
+	require.ErrorContains(t, err, "WriteMargin (1m0s) must be shorter than Lease (30s)")
 	require.Empty(t, *app.Node().Children(), "nothing declared")
 
 	_, err = NewStack(app, "NoAssets", Props{AssetDir: t.TempDir()})

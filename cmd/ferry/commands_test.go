@@ -14,7 +14,7 @@ func TestFlags(t *testing.T) {
 		cmd, _, err := root.Find(args)
 		require.NoError(t, err)
 		flags := map[string]string{}
-		for _, name := range []string{"addr", "token", "partitions", "lease", "write-margin", "retry-base", "poll",
+		for _, name := range []string{"addr", "token", "partitions", "lease", "write-margin", "retry-base", "clock-skew", "max-deferrals", "max-defer-time", "poll",
 			"dynamodb-endpoint", "table", "mail-dir", "allow-private-webhooks", "webhook-secret", "ses", "data-dir"} {
 			if f := cmd.Flags().Lookup(name); f != nil {
 				flags[name] = f.DefValue
@@ -25,7 +25,7 @@ func TestFlags(t *testing.T) {
 
 	require.Equal(t, map[string]string{
 		"addr": "127.0.0.1:8080", "token": "[]", "partitions": "4", "lease": "5m0s", "write-margin": "1m0s",
-		"retry-base": "1s", "poll": "250ms", "dynamodb-endpoint": "", "table": "ferry", "mail-dir": "./.ferry/mail",
+		"retry-base": "1s", "clock-skew": "0s", "max-deferrals": "50", "max-defer-time": "24h0m0s", "poll": "250ms", "dynamodb-endpoint": "", "table": "ferry", "mail-dir": "./.ferry/mail",
 		"allow-private-webhooks": "false", "webhook-secret": "", "ses": "false", "data-dir": "",
 	}, find("dev"))
 	require.Equal(t, map[string]string{"addr": "127.0.0.1:8000", "data-dir": ""}, find("dynamodb"))
@@ -44,6 +44,9 @@ func TestDevRefusesBadFlags(t *testing.T) {
 		{"dev", "--write-margin", "10m"},
 		{"dev", "--webhook-secret", "plain"},
 		{"dev", "--partitions", "-1"},
+		{"dev", "--lease", "5s", "--write-margin", "1s", "--clock-skew", "2s"},
+		{"dev", "--max-deferrals", "-1"},
+		{"dev", "--max-defer-time", "1ms"},
 	} {
 		root := newRootCommand()
 		root.SetArgs(args)

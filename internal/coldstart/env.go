@@ -15,10 +15,17 @@ import (
 
 // The environment variables the functions read.
 const (
-	EnvTable          = "FERRY_TABLE"
-	EnvPartitions     = "FERRY_PARTITIONS"
-	EnvLease          = "FERRY_LEASE"
-	EnvWriteMargin    = "FERRY_WRITE_MARGIN"
+	EnvTable       = "FERRY_TABLE"
+	EnvPartitions  = "FERRY_PARTITIONS"
+	EnvLease       = "FERRY_LEASE"
+	EnvWriteMargin = "FERRY_WRITE_MARGIN"
+	// EnvClockSkew bounds how far the functions' clocks may disagree
+	// (default the engine's 5s; 0s when they read one clock).
+	EnvClockSkew = "FERRY_CLOCK_SKEW"
+	// EnvMaxDeferrals and EnvMaxDeferTime bound a run of deferrals
+	// (default the engine's 50 and 24h).
+	EnvMaxDeferrals   = "FERRY_MAX_DEFERRALS"
+	EnvMaxDeferTime   = "FERRY_MAX_DEFER_TIME"
 	EnvLogLevel       = "LOG_LEVEL"
 	EnvWorkspaceClaim = "FERRY_WORKSPACE_CLAIM"
 	EnvIAMWorkspaces  = "FERRY_IAM_WORKSPACES"
@@ -41,13 +48,22 @@ type Config struct {
 	Partitions  int           // FERRY_PARTITIONS, default outbox.DefaultPartitions
 	Lease       time.Duration // FERRY_LEASE, default outbox.DefaultLease
 	WriteMargin time.Duration // FERRY_WRITE_MARGIN, default outbox.DefaultWriteMargin, below Lease
-	LogLevel    slog.Level    // LOG_LEVEL, default info
+	// ClockSkew is FERRY_CLOCK_SKEW, default outbox.DefaultClockSkew; a
+	// set 0s stays 0 (the engine's SingleClock).
+	ClockSkew    time.Duration
+	MaxDeferrals int           // FERRY_MAX_DEFERRALS, default outbox.DefaultMaxDeferrals
+	MaxDeferTime time.Duration // FERRY_MAX_DEFER_TIME, default outbox.DefaultMaxDeferTime
+	LogLevel     slog.Level    // LOG_LEVEL, default info
 }
 
 // Outbox returns the engine configuration these settings make; the fields
 // the environment does not set keep the engine's defaults.
 func (c Config) Outbox() outbox.Config {
-	return outbox.Config{Table: c.Table, Partitions: c.Partitions, Lease: c.Lease, WriteMargin: c.WriteMargin}
+	return outbox.Config{
+		Table: c.Table, Partitions: c.Partitions, Lease: c.Lease, WriteMargin: c.WriteMargin,
+		ClockSkew: c.ClockSkew, SingleClock: c.ClockSkew == 0,
+		MaxDeferrals: c.MaxDeferrals, MaxDeferTime: c.MaxDeferTime,
+	}
 }
 
 // EnvError says which environment variable is missing or invalid.
@@ -70,11 +86,14 @@ func (e *EnvError) Error() string {
 func Load(getenv func(string) string) (Config, error) {
 	defaults := outbox.Config{}.WithDefaults()
 	c := Config{
-		Table:       strings.TrimSpace(getenv(EnvTable)),
-		Partitions:  defaults.Partitions,
-		Lease:       defaults.Lease,
-		WriteMargin: defaults.WriteMargin,
-		LogLevel:    slog.LevelInfo,
+		Table:        strings.TrimSpace(getenv(EnvTable)),
+		Partitions:   defaults.Partitions,
+		Lease:        defaults.Lease,
+		WriteMargin:  defaults.WriteMargin,
+		ClockSkew:    defaults.ClockSkew,
+		MaxDeferrals: defaults.MaxDeferrals,
+		MaxDeferTime: defaults.MaxDeferTime,
+		LogLevel:     slog.LevelInfo,
 	}
 	var errs []error
 	if c.Table == "" {
@@ -92,10 +111,28 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	durationsOK := true
+	if v := getenv(EnvMaxDeferrals); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			errs = append(errs, &EnvError{Var: EnvMaxDeferrals, Value: v, Reason: "must be a positive integer"})
+			durationsOK = false
+		} else {
+			c.MaxDeferrals = n
+		}
+	}
+	if v := getenv(EnvClockSkew); v != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 0 {
+			errs = append(errs, &EnvError{Var: EnvClockSkew, Value: v, Reason: "must be a duration of 0s or more (e.g. 5s)"})
+			durationsOK = false
+		} else {
+			c.ClockSkew = d
+		}
+	}
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{EnvLease, &c.Lease}, {EnvWriteMargin, &c.WriteMargin}} {
+	}{{EnvLease, &c.Lease}, {EnvWriteMargin, &c.WriteMargin}, {EnvMaxDeferTime, &c.MaxDeferTime}} {
 		v := getenv(d.name)
 		if v == "" {
 			continue
@@ -122,9 +159,15 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
+// engineVars names the variable of each engine setting the functions read.
+var engineVars = map[string]string{
+	"Table": EnvTable, "Partitions": EnvPartitions, "Lease": EnvLease, "WriteMargin": EnvWriteMargin,
+	"ClockSkew": EnvClockSkew, "MaxDeferrals": EnvMaxDeferrals, "MaxDeferTime": EnvMaxDeferTime,
+}
+
 // engineRules checks c against the engine's own rules (outbox.Config.Validate:
 // the write margin shorter than the lease, the clock skew shorter than the
-// margin, ...), naming the variable of the field at fault.
+// margin, ...), naming the variables involved and what would work.
 func engineRules(c Config) []error {
 	if c.Table == "" {
 		return nil // reported above
@@ -134,12 +177,11 @@ func engineRules(c Config) []error {
 	if !errors.As(err, &ve) {
 		return nil
 	}
-	names := map[string]string{"Table": EnvTable, "Partitions": EnvPartitions, "Lease": EnvLease, "WriteMargin": EnvWriteMargin, "ClockSkew": EnvWriteMargin}
-	name, ok := names[ve.Field]
+	name, ok := engineVars[ve.Field]
 	if !ok {
 		return []error{err}
 	}
-	return []error{&EnvError{Var: name, Value: getField(c, ve.Field), Reason: ve.Message}}
+	return []error{&EnvError{Var: name, Value: getField(c, ve.Field), Reason: ve.Named(engineVars)}}
 }
 
 func getField(c Config, field string) string {
@@ -148,8 +190,14 @@ func getField(c Config, field string) string {
 		return strconv.Itoa(c.Partitions)
 	case "Lease":
 		return c.Lease.String()
-	case "WriteMargin", "ClockSkew":
+	case "WriteMargin":
 		return c.WriteMargin.String()
+	case "ClockSkew":
+		return c.ClockSkew.String()
+	case "MaxDeferrals":
+		return strconv.Itoa(c.MaxDeferrals)
+	case "MaxDeferTime":
+		return c.MaxDeferTime.String()
 	}
 	return ""
 }

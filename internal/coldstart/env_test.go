@@ -21,14 +21,16 @@ func TestLoad(t *testing.T) {
 		t.Parallel()
 		c, err := Load(env(map[string]string{EnvTable: "ferry"}))
 		require.NoError(t, err)
-		require.Equal(t, Config{Table: "ferry", Partitions: 16, Lease: 5 * time.Minute, WriteMargin: time.Minute, LogLevel: slog.LevelInfo}, c)
+		require.Equal(t, Config{Table: "ferry", Partitions: 16, Lease: 5 * time.Minute, WriteMargin: time.Minute,
+			ClockSkew: 5 * time.Second, MaxDeferrals: 50, MaxDeferTime: 24 * time.Hour, LogLevel: slog.LevelInfo}, c)
 	})
 
 	t.Run("Set", func(t *testing.T) {
 		t.Parallel()
 		c, err := Load(env(map[string]string{EnvTable: "t", EnvPartitions: "4", EnvLease: "2m", EnvWriteMargin: "30s", EnvLogLevel: "debug"}))
 		require.NoError(t, err)
-		require.Equal(t, Config{Table: "t", Partitions: 4, Lease: 2 * time.Minute, WriteMargin: 30 * time.Second, LogLevel: slog.LevelDebug}, c)
+		require.Equal(t, Config{Table: "t", Partitions: 4, Lease: 2 * time.Minute, WriteMargin: 30 * time.Second,
+			ClockSkew: 5 * time.Second, MaxDeferrals: 50, MaxDeferTime: 24 * time.Hour, LogLevel: slog.LevelDebug}, c)
 		oc := c.Outbox().WithDefaults()
 		require.NoError(t, oc.Validate())
 		require.Equal(t, 4, oc.Partitions)
@@ -134,6 +136,32 @@ func TestLoadFollowsTheEngine(t *testing.T) {
 		var ve *outbox.ValidationError
 		require.ErrorAs(t, engineErr, &ve)
 		require.ErrorContains(t, err, EnvWriteMargin, lm)
-		require.ErrorContains(t, err, ve.Message, lm)
+		require.ErrorContains(t, err, ve.Named(engineVars), lm)
 	}
+}
+
+// TestClockSkewAndDeferralVariables: the functions read the clock skew
+// bound (issue 13, finding 6: "the same for the functions' environment
+// variables") and the deferral bounds (finding 1), and a combination the
+// engine refuses names the variables set and what would work.
+func TestClockSkewAndDeferralVariables(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{EnvTable: "t", EnvClockSkew: "0s", EnvLease: "5s", EnvWriteMargin: "1s",
+		EnvMaxDeferrals: "7", EnvMaxDeferTime: "2h"}))
+	require.NoError(t, err)
+	o := c.Outbox().WithDefaults()
+	require.Zero(t, o.ClockSkew, "a set 0s stays 0")
+	require.Equal(t, 7, o.MaxDeferrals)
+	require.Equal(t, 2*time.Hour, o.MaxDeferTime)
+	require.NoError(t, o.Validate())
+
+	_, err = Load(env(map[string]string{EnvTable: "t", EnvLease: "5s", EnvWriteMargin: "1s"}))
+	require.EqualError(t, err, `environment variable FERRY_CLOCK_SKEW="5s": FERRY_CLOCK_SKEW (5s) must be shorter than FERRY_WRITE_MARGIN (1s): a provider call gets FERRY_WRITE_MARGIN less FERRY_CLOCK_SKEW; lower FERRY_CLOCK_SKEW below 1s or raise FERRY_WRITE_MARGIN above 5s`,
+		"the default skew is named, with the variable that sets it")
+	for v, bad := range map[string]string{EnvClockSkew: "-1s", EnvMaxDeferrals: "0", EnvMaxDeferTime: "soon"} {
+		_, err := Load(env(map[string]string{EnvTable: "t", v: bad}))
+		require.ErrorContains(t, err, v)
+	}
+	_, err = Load(env(map[string]string{EnvTable: "t", EnvMaxDeferTime: "100ms"}))
+	require.ErrorContains(t, err, "FERRY_MAX_DEFER_TIME (100ms) cannot be shorter than RetryBase (1s)")
 }

@@ -42,12 +42,17 @@ func ParseToken(s string) (Token, error) {
 // Config is what `ferry dev` runs with. Its defaults are the flags' defaults
 // (API.md).
 type Config struct {
-	Addr             string        // API listen address; default 127.0.0.1:8080
-	Tokens           []Token       // default: token "dev" for workspace "default"
-	Partitions       int           // default 4
-	Lease            time.Duration // default 5m
-	WriteMargin      time.Duration // default 60s
-	RetryBase        time.Duration // default 1s
+	Addr        string        // API listen address; default 127.0.0.1:8080
+	Tokens      []Token       // default: token "dev" for workspace "default"
+	Partitions  int           // default 4
+	Lease       time.Duration // default 5m
+	WriteMargin time.Duration // default 60s
+	RetryBase   time.Duration // default 1s
+	// ClockSkew is the bound on clock disagreement the engine allows for;
+	// default 0: one process reads one clock (--clock-skew).
+	ClockSkew        time.Duration
+	MaxDeferrals     int           // deferrals in a row before an action fails; default the engine's 50
+	MaxDeferTime     time.Duration // how long a run of deferrals may last; default the engine's 24h
 	Poll             time.Duration // drainer poll interval; default 250ms
 	DynamoDBEndpoint string        // empty: the embedded DynamoDB
 	// DataDir keeps the embedded DynamoDB's data on disk (tables, items,
@@ -81,11 +86,15 @@ const (
 	DefaultLease       = outbox.DefaultLease
 	DefaultWriteMargin = outbox.DefaultWriteMargin
 	DefaultRetryBase   = outbox.DefaultRetryBase
-	DefaultPoll        = 250 * time.Millisecond
-	DefaultTable       = outbox.DefaultTable
-	DefaultMailDir     = "./.ferry/mail"
-	DefaultToken       = "dev"
-	DefaultWorkspace   = "default"
+	// DefaultClockSkew is 0: `ferry dev` is one process with one clock.
+	DefaultClockSkew    = 0
+	DefaultMaxDeferrals = outbox.DefaultMaxDeferrals
+	DefaultMaxDeferTime = outbox.DefaultMaxDeferTime
+	DefaultPoll         = 250 * time.Millisecond
+	DefaultTable        = outbox.DefaultTable
+	DefaultMailDir      = "./.ferry/mail"
+	DefaultToken        = "dev"
+	DefaultWorkspace    = "default"
 )
 
 // WithDefaults fills the zero fields.
@@ -107,6 +116,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RetryBase == 0 {
 		c.RetryBase = DefaultRetryBase
+	}
+	if c.MaxDeferrals == 0 {
+		c.MaxDeferrals = DefaultMaxDeferrals
+	}
+	if c.MaxDeferTime == 0 {
+		c.MaxDeferTime = DefaultMaxDeferTime
 	}
 	if c.Poll == 0 {
 		c.Poll = DefaultPoll
@@ -144,11 +159,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--write-margin must be positive")
 	case c.RetryBase <= 0:
 		return fmt.Errorf("--retry-base must be positive")
+	case c.ClockSkew < 0:
+		return fmt.Errorf("--clock-skew must not be negative (0 is one clock: the default)")
+	case c.MaxDeferrals < 0:
+		return fmt.Errorf("--max-deferrals must be positive")
+	case c.MaxDeferTime < 0:
+		return fmt.Errorf("--max-defer-time must be positive")
 	}
 	if err := c.outbox().WithDefaults().Validate(); err != nil {
 		var ve *outbox.ValidationError
 		if errors.As(err, &ve) {
-			return fmt.Errorf("%s: %s", engineFlags[ve.Field], ve.Message)
+			// The engine names its fields; the user set flags.
+			return fmt.Errorf("%s", ve.Named(engineFlags))
 		}
 		return err
 	}
@@ -166,7 +188,8 @@ func (c Config) Validate() error {
 // engineFlags names the flag of each engine setting `ferry dev` passes on.
 var engineFlags = map[string]string{
 	"Table": "--table", "Partitions": "--partitions", "Lease": "--lease",
-	"WriteMargin": "--write-margin", "ClockSkew": "--write-margin", "RetryBase": "--retry-base",
+	"WriteMargin": "--write-margin", "ClockSkew": "--clock-skew", "RetryBase": "--retry-base",
+	"MaxDeferrals": "--max-deferrals", "MaxDeferTime": "--max-defer-time",
 }
 
 // outbox is the engine configuration `ferry dev` runs; the settings it has
@@ -175,6 +198,9 @@ func (c Config) outbox() outbox.Config {
 	return outbox.Config{
 		Table: c.Table, Partitions: c.Partitions, Lease: c.Lease,
 		WriteMargin: c.WriteMargin, RetryBase: c.RetryBase,
+		// One process, one clock: a zero skew stays zero.
+		ClockSkew: c.ClockSkew, SingleClock: true,
+		MaxDeferrals: c.MaxDeferrals, MaxDeferTime: c.MaxDeferTime,
 	}
 }
 

@@ -34,6 +34,37 @@ func TestConfigFollowsTheEngine(t *testing.T) {
 		}
 		var ve *outbox.ValidationError
 		require.ErrorAs(t, engineErr, &ve)
-		require.ErrorContains(t, err, "--write-margin: "+ve.Message, lm)
+		require.EqualError(t, err, ve.Named(engineFlags), lm)
+		require.NotRegexp(t, `\b(Lease|WriteMargin|ClockSkew)\b`, err.Error(), "the user set flags, not fields")
 	}
+}
+
+// TestShortLeasesAreAccepted is issue 13, finding 6: `ferry dev --lease 5s
+// --write-margin 1s` refused to start over a ClockSkew the user could
+// neither see nor set. One process has one clock: the skew is 0 unless
+// --clock-skew says otherwise, and a combination the engine cannot honour
+// is refused naming the flags and what would work.
+func TestShortLeasesAreAccepted(t *testing.T) {
+	t.Parallel()
+	c := Config{Lease: 5 * time.Second, WriteMargin: time.Second}.WithDefaults()
+	require.NoError(t, c.Validate())
+	require.Zero(t, c.outbox().WithDefaults().ClockSkew, "one process, one clock")
+
+	for _, tc := range []struct {
+		lease, margin, skew time.Duration
+		want                string
+	}{
+		{5 * time.Second, time.Second, 2 * time.Second,
+			"--clock-skew (2s) must be shorter than --write-margin (1s): a provider call gets --write-margin less --clock-skew; lower --clock-skew below 1s or raise --write-margin above 2s"},
+		{5 * time.Second, 3 * time.Second, 2 * time.Second,
+			"--lease (5s) must be longer than --write-margin (3s) plus --clock-skew (2s): raise --lease above 5s, or lower --write-margin or --clock-skew"},
+		{5 * time.Second, 5 * time.Second, 0,
+			"--write-margin (5s) must be shorter than --lease (5s): lower --write-margin below 5s or raise --lease above 5s"},
+	} {
+		d := Config{Lease: tc.lease, WriteMargin: tc.margin, ClockSkew: tc.skew}.WithDefaults()
+		require.EqualError(t, d.Validate(), tc.want)
+	}
+	ok := Config{Lease: 5 * time.Second, WriteMargin: 3 * time.Second, ClockSkew: time.Second}.WithDefaults()
+	require.NoError(t, ok.Validate())
+	require.Equal(t, time.Second, ok.outbox().WithDefaults().ClockSkew)
 }

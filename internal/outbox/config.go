@@ -18,7 +18,11 @@ type Config struct {
 	MaxAttempts int           // default attempts of an action; default 8
 	Retention   time.Duration // how long ended actions are kept; default 30 days
 	RowCap      int           // ended actions kept at most; default 500000
-	ClockSkew   time.Duration // documented bound on clock disagreement; default 5s
+	ClockSkew   time.Duration // documented bound on clock disagreement; default 5s (0 with SingleClock)
+	// SingleClock says every process of the engine reads one clock
+	// (`ferry dev`), or the operator vouches that the clocks agree: a zero
+	// ClockSkew then stays zero instead of taking DefaultClockSkew.
+	SingleClock bool
 	StuckAfter  time.Duration // a lane head due longer than this counts as stuck; default 15m
 	MaxPayload  int           // payload bytes; default 200 KiB
 	SeqBlock    int           // seq numbers reserved per counter update; default 32
@@ -87,7 +91,7 @@ func (c Config) WithDefaults() Config {
 	if c.RowCap == 0 {
 		c.RowCap = DefaultRowCap
 	}
-	if c.ClockSkew == 0 {
+	if c.ClockSkew == 0 && !c.SingleClock {
 		c.ClockSkew = DefaultClockSkew
 	}
 	if c.StuckAfter == 0 {
@@ -108,49 +112,59 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports the first problem of c. Its messages name the field and,
-// for a conflict, the other field.
+// Validate reports the first problem of c as a *ValidationError. Its
+// messages name Config fields by their Go names (Lease, WriteMargin, ...),
+// and for a conflict both fields and what would work, so that a front end
+// can put its own flag or variable names in their place
+// (ValidationError.Named).
 func (c Config) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case c.Table == "":
-		return bad("Table", "table name is required")
+		return bad("Table", "Table is required (the table's name)")
 	case c.Partitions < 1 || c.Partitions > 4096:
-		return bad("Partitions", "partitions must be between 1 and 4096, got %d", c.Partitions)
+		return bad("Partitions", "Partitions must be between 1 and 4096, got %d", c.Partitions)
 	case c.Lease < time.Second:
-		return bad("Lease", "lease must be at least 1s, got %s", c.Lease)
+		return bad("Lease", "Lease must be at least 1s, got %s", c.Lease)
 	case c.WriteMargin <= 0:
-		return bad("WriteMargin", "write margin must be positive, got %s", c.WriteMargin)
+		return bad("WriteMargin", "WriteMargin must be positive, got %s", c.WriteMargin)
 	case c.WriteMargin >= c.Lease:
-		return bad("WriteMargin", "write margin (%s) must be shorter than Lease (%s)", c.WriteMargin, c.Lease)
+		return bad("WriteMargin", "WriteMargin (%s) must be shorter than Lease (%s): lower WriteMargin below %s or raise Lease above %s",
+			c.WriteMargin, c.Lease, c.Lease, c.WriteMargin)
 	case c.ClockSkew < 0:
-		return bad("ClockSkew", "clock skew must not be negative, got %s", c.ClockSkew)
+		return bad("ClockSkew", "ClockSkew must not be negative, got %s", c.ClockSkew)
 	case c.ClockSkew >= c.WriteMargin:
-		return bad("ClockSkew", "clock skew (%s) must be shorter than WriteMargin (%s)", c.ClockSkew, c.WriteMargin)
+		return bad("ClockSkew", "ClockSkew (%s) must be shorter than WriteMargin (%s): a provider call gets WriteMargin less ClockSkew; lower ClockSkew below %s or raise WriteMargin above %s",
+			c.ClockSkew, c.WriteMargin, c.WriteMargin, c.ClockSkew)
+	case c.WriteMargin+c.ClockSkew >= c.Lease:
+		// A claim that set the write fence (an idempotent receiver) calls
+		// only with WriteMargin plus ClockSkew of its lease left.
+		return bad("Lease", "Lease (%s) must be longer than WriteMargin (%s) plus ClockSkew (%s): raise Lease above %s, or lower WriteMargin or ClockSkew",
+			c.Lease, c.WriteMargin, c.ClockSkew, c.WriteMargin+c.ClockSkew)
 	case c.RetryBase <= 0:
-		return bad("RetryBase", "retry base must be positive, got %s", c.RetryBase)
+		return bad("RetryBase", "RetryBase must be positive, got %s", c.RetryBase)
 	case c.RetryCap < c.RetryBase:
-		return bad("RetryCap", "retry cap (%s) cannot be shorter than RetryBase (%s)", c.RetryCap, c.RetryBase)
+		return bad("RetryCap", "RetryCap (%s) cannot be shorter than RetryBase (%s)", c.RetryCap, c.RetryBase)
 	case c.BatchSize < 1 || c.BatchSize > MaxTransactItems-1:
-		return bad("BatchSize", "batch size must be between 1 and %d (one transaction item is the claim fence check), got %d", MaxTransactItems-1, c.BatchSize)
+		return bad("BatchSize", "BatchSize must be between 1 and %d (one transaction item is the claim fence check), got %d", MaxTransactItems-1, c.BatchSize)
 	case c.MaxAttempts < 1:
-		return bad("MaxAttempts", "max attempts must be at least 1, got %d", c.MaxAttempts)
+		return bad("MaxAttempts", "MaxAttempts must be at least 1, got %d", c.MaxAttempts)
 	case c.Retention < time.Hour:
-		return bad("Retention", "retention must be at least 1h, got %s", c.Retention)
+		return bad("Retention", "Retention must be at least 1h, got %s", c.Retention)
 	case c.RowCap < 1:
-		return bad("RowCap", "row cap must be at least 1, got %d", c.RowCap)
+		return bad("RowCap", "RowCap must be at least 1, got %d", c.RowCap)
 	case c.StuckAfter <= 0:
-		return bad("StuckAfter", "stuck-after must be positive, got %s", c.StuckAfter)
+		return bad("StuckAfter", "StuckAfter must be positive, got %s", c.StuckAfter)
 	case c.MaxPayload < 1 || c.MaxPayload > 350*1024:
-		return bad("MaxPayload", "max payload must be between 1 and %d bytes (the 400 KB item limit leaves room for attributes), got %d", 350*1024, c.MaxPayload)
+		return bad("MaxPayload", "MaxPayload must be between 1 and %d bytes (the 400 KB item limit leaves room for attributes), got %d", 350*1024, c.MaxPayload)
 	case c.SeqBlock < 1 || c.SeqBlock > 10000:
-		return bad("SeqBlock", "seq block must be between 1 and 10000, got %d", c.SeqBlock)
+		return bad("SeqBlock", "SeqBlock must be between 1 and 10000, got %d", c.SeqBlock)
 	case c.MaxDeferrals < 1 || c.MaxDeferrals > 10000:
-		return bad("MaxDeferrals", "max deferrals must be between 1 and 10000, got %d", c.MaxDeferrals)
+		return bad("MaxDeferrals", "MaxDeferrals must be between 1 and 10000, got %d", c.MaxDeferrals)
 	case c.MaxDeferTime < c.RetryBase:
-		return bad("MaxDeferTime", "max defer time (%s) cannot be shorter than RetryBase (%s)", c.MaxDeferTime, c.RetryBase)
+		return bad("MaxDeferTime", "MaxDeferTime (%s) cannot be shorter than RetryBase (%s)", c.MaxDeferTime, c.RetryBase)
 	}
 	return nil
 }

@@ -3,6 +3,9 @@ package outbox
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"sort"
+	"strings"
 )
 
 // ErrNotFound is returned when an action does not exist (or was erased, or
@@ -40,6 +43,23 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string { return "outbox: invalid " + e.Field + ": " + e.Message }
+
+// Named returns the message with every field name in names replaced by
+// its value, for front ends that set Config from flags or variables:
+// Named(map[string]string{"Lease": "--lease"}) turns "Lease (5s) ..." into
+// "--lease (5s) ...". Names match whole words only.
+func (e *ValidationError) Named(names map[string]string) string {
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, regexp.QuoteMeta(k))
+	}
+	if len(keys) == 0 {
+		return e.Message
+	}
+	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	re := regexp.MustCompile(`\b(` + strings.Join(keys, "|") + `)\b`)
+	return re.ReplaceAllStringFunc(e.Message, func(w string) string { return names[w] })
+}
 
 // TooLargeError says a payload is over Config.MaxPayload. HTTP 413.
 type TooLargeError struct {
