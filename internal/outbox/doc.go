@@ -9,8 +9,10 @@
 // action row's codec); table.go (the table and its indexes); due.go (the
 // due index and its iterator); rowread.go (consistent reads of action rows);
 // enqueue.go and idemfirst.go (enqueue; the idempotency record);
-// action_read.go (get, list, admit, cancel); inflight.go (the claim fence
-// row and its in-flight map); claim.go (the claim in its steps); lanewalk.go
+// action_read.go (get, list, admit, cancel); claimfence.go (the claim
+// fence row's requests); inflight.go (a holder's view of the in-flight map,
+// reclaim candidates); candidates.go (due candidates, lane groups and what
+// blocks them); claim.go (the claim in its steps); lanewalk.go
 // and lanelink.go (lane order past ended members; successor links);
 // payloadread.go (a batch's rows read once); attempt.go (read-back, write
 // fence, execute); outcome.go (the outcome rules and backoff); end.go and
