@@ -13,10 +13,12 @@
 // fence row's requests); inflight.go (a holder's view of the in-flight map,
 // reclaim candidates); candidates.go (due candidates, lane groups and what
 // blocks them); claim.go (the claim in its steps); lanewalk.go
-// and lanelink.go (lane order past ended members; successor links);
+// and lanelink.go (lane order past ended members; the lane tail and
+// successor links);
 // payloadread.go (a batch's rows read once); attempt.go (read-back, write
 // fence, execute); outcome.go (the outcome rules and backoff); end.go and
-// write.go (ending; ambiguous writes); journal.go (the retention journal);
+// write.go (ending; the conditions of action writes, settled updates and
+// transactions); journal.go (the retention journal);
 // drain.go; reap.go; retain.go (retention and erasure). The store
 // conformance suite is the storetest package.
 //

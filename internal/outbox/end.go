@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -11,52 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
-
-// cond is a condition expression with its names and values, so that the
-// write protocols can compose the guard every transition needs.
-type cond struct {
-	expr  string
-	names map[string]string
-	vals  map[string]types.AttributeValue
-}
-
-func (c cond) and(o cond) cond {
-	out := cond{names: map[string]string{}, vals: map[string]types.AttributeValue{}}
-	switch {
-	case c.expr == "":
-		out.expr = o.expr
-	case o.expr == "":
-		out.expr = c.expr
-	default:
-		out.expr = "(" + c.expr + ") AND (" + o.expr + ")"
-	}
-	maps.Copy(out.names, c.names)
-	maps.Copy(out.names, o.names)
-	maps.Copy(out.vals, c.vals)
-	maps.Copy(out.vals, o.vals)
-	return out
-}
-
-// condState guards a write on the state and epoch it was decided on.
-func condState(st State, ep int64) cond {
-	return cond{
-		expr:  "#st = :cst AND #ep = :cep",
-		names: map[string]string{"#st": attrState, "#ep": attrEpoch},
-		vals:  map[string]types.AttributeValue{":cst": avS(string(st)), ":cep": avN(ep)},
-	}
-}
-
-// condHeld guards a write of the holder of a claim: EXECUTING, this epoch,
-// this owner. A holder with the right epoch but another owner is refused.
-func condHeld(ep int64, owner string) cond {
-	return cond{
-		expr:  "#st = :cst AND #ep = :cep AND #own = :cown",
-		names: map[string]string{"#st": attrState, "#ep": attrEpoch, "#own": attrOwner},
-		vals: map[string]types.AttributeValue{
-			":cst": avS(string(StateEXECUTING)), ":cep": avN(ep), ":cown": avS(owner),
-		},
-	}
-}
 
 // endParams describes how an action ends.
 type endParams struct {

@@ -147,8 +147,6 @@ func (e *Engine) reserveSeq(ctx context.Context, p int, above int64) (int64, err
 	return lo, nil
 }
 
-type laneID struct{ ws, lane string }
-
 // prepare builds the items of a batch of enqueues (one lane tail update per
 // lane, chained in order). It reads each lane's tail with a consistent read.
 func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, []types.TransactWriteItem, error) {
@@ -328,36 +326,6 @@ func (l *laneTails) puts(e *Engine) []types.TransactWriteItem {
 		items = append(items, e.laneTailPut(lid, l.newest[lid], l.old[lid]))
 	}
 	return items
-}
-
-// laneTailPut moves a lane's tail (design.md §3.4) from old (0: no tail
-// yet) to seq.
-func (e *Engine) laneTailPut(lid laneID, seq, old int64) types.TransactWriteItem {
-	part := LanePartition(lid.ws, lid.lane, e.cfg.Partitions)
-	it := key(partitionPK(part), laneSK(lid.ws, lid.lane))
-	it[attrTailSeq] = avN(seq)
-	put := &types.Put{TableName: e.table(), Item: it}
-	if old == 0 {
-		put.ConditionExpression = aws.String("attribute_not_exists(pk)")
-	} else {
-		put.ConditionExpression = aws.String("#s = :old")
-		put.ExpressionAttributeNames = map[string]string{"#s": attrTailSeq}
-		put.ExpressionAttributeValues = map[string]types.AttributeValue{":old": avN(old)}
-	}
-	return types.TransactWriteItem{Put: put}
-}
-
-// readTail returns the seq of a lane's newest live action, 0 when none.
-func (e *Engine) readTail(ctx context.Context, part int, lid laneID) (int64, error) {
-	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      e.table(),
-		Key:            key(partitionPK(part), laneSK(lid.ws, lid.lane)),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("error reading lane tail of partition %d: %w", part, err)
-	}
-	return getN(out.Item, attrTailSeq), nil
 }
 
 // Enqueue records one action. A second enqueue with the same (workspace,
@@ -545,31 +513,6 @@ func (e *Engine) idemLookup(ctx context.Context, ws, ikey string) (*Action, erro
 		return nil, fmt.Errorf("error removing stale idempotency record: %w", derr)
 	}
 	return nil, nil
-}
-
-// transact sends a TransactWriteItems, retrying throttles and conflicts,
-// and retrying ambiguous failures with the same token (DynamoDB answers a
-// repeat of a committed request with success for 10 minutes).
-func (e *Engine) transact(ctx context.Context, items []types.TransactWriteItem, tok string) error {
-	var err error
-	for try := 0; try < 5; try++ {
-		_, err = e.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-			TransactItems: items, ClientRequestToken: aws.String(tok),
-		})
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return err
-		}
-		if isCondFailed(err) {
-			return err
-		}
-		if !isRetryable(err) && !isAmbiguous(err) {
-			return err
-		}
-	}
-	return err
 }
 
 // EnqueueItems is library mode: it returns the items that create the action,

@@ -169,3 +169,35 @@ func (e *Engine) eraseLaned(ctx context.Context, pk, sk string) (map[string]type
 	}
 	return nil, false, nil
 }
+
+type laneID struct{ ws, lane string }
+
+// laneTailPut moves a lane's tail (design.md §3.4) from old (0: no tail
+// yet) to seq.
+func (e *Engine) laneTailPut(lid laneID, seq, old int64) types.TransactWriteItem {
+	part := LanePartition(lid.ws, lid.lane, e.cfg.Partitions)
+	it := key(partitionPK(part), laneSK(lid.ws, lid.lane))
+	it[attrTailSeq] = avN(seq)
+	put := &types.Put{TableName: e.table(), Item: it}
+	if old == 0 {
+		put.ConditionExpression = aws.String("attribute_not_exists(pk)")
+	} else {
+		put.ConditionExpression = aws.String("#s = :old")
+		put.ExpressionAttributeNames = map[string]string{"#s": attrTailSeq}
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{":old": avN(old)}
+	}
+	return types.TransactWriteItem{Put: put}
+}
+
+// readTail returns the seq of a lane's newest live action, 0 when none.
+func (e *Engine) readTail(ctx context.Context, part int, lid laneID) (int64, error) {
+	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      e.table(),
+		Key:            key(partitionPK(part), laneSK(lid.ws, lid.lane)),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("error reading lane tail of partition %d: %w", part, err)
+	}
+	return getN(out.Item, attrTailSeq), nil
+}

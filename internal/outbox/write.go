@@ -2,12 +2,16 @@ package outbox
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
+
+// Writes to action rows (design.md §3.1): the conditions every transition
+// composes, settled updates and transactions.
 
 // updateSettled sends a conditional UpdateItem of one action. Throttles and
 // ambiguous failures (the write may have landed, its answer was lost) are
@@ -43,4 +47,75 @@ func rowIs(st State, ep int64, attr string, t time.Time) func(map[string]types.A
 	return func(it map[string]types.AttributeValue) bool {
 		return State(getS(it, attrState)) == st && getN(it, attrEpoch) == ep && has(it, attr) && getN(it, attr) == t.UnixMilli()
 	}
+}
+
+// cond is a condition expression with its names and values, so that the
+// write protocols can compose the guard every transition needs.
+type cond struct {
+	expr  string
+	names map[string]string
+	vals  map[string]types.AttributeValue
+}
+
+func (c cond) and(o cond) cond {
+	out := cond{names: map[string]string{}, vals: map[string]types.AttributeValue{}}
+	switch {
+	case c.expr == "":
+		out.expr = o.expr
+	case o.expr == "":
+		out.expr = c.expr
+	default:
+		out.expr = "(" + c.expr + ") AND (" + o.expr + ")"
+	}
+	maps.Copy(out.names, c.names)
+	maps.Copy(out.names, o.names)
+	maps.Copy(out.vals, c.vals)
+	maps.Copy(out.vals, o.vals)
+	return out
+}
+
+// condState guards a write on the state and epoch it was decided on.
+func condState(st State, ep int64) cond {
+	return cond{
+		expr:  "#st = :cst AND #ep = :cep",
+		names: map[string]string{"#st": attrState, "#ep": attrEpoch},
+		vals:  map[string]types.AttributeValue{":cst": avS(string(st)), ":cep": avN(ep)},
+	}
+}
+
+// condHeld guards a write of the holder of a claim: EXECUTING, this epoch,
+// this owner. A holder with the right epoch but another owner is refused.
+func condHeld(ep int64, owner string) cond {
+	return cond{
+		expr:  "#st = :cst AND #ep = :cep AND #own = :cown",
+		names: map[string]string{"#st": attrState, "#ep": attrEpoch, "#own": attrOwner},
+		vals: map[string]types.AttributeValue{
+			":cst": avS(string(StateEXECUTING)), ":cep": avN(ep), ":cown": avS(owner),
+		},
+	}
+}
+
+// transact sends a TransactWriteItems, retrying throttles and conflicts,
+// and retrying ambiguous failures with the same token (DynamoDB answers a
+// repeat of a committed request with success for 10 minutes).
+func (e *Engine) transact(ctx context.Context, items []types.TransactWriteItem, tok string) error {
+	var err error
+	for try := 0; try < 5; try++ {
+		_, err = e.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems: items, ClientRequestToken: aws.String(tok),
+		})
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if isCondFailed(err) {
+			return err
+		}
+		if !isRetryable(err) && !isAmbiguous(err) {
+			return err
+		}
+	}
+	return err
 }
