@@ -70,6 +70,12 @@ type Config struct {
 	UseSES      bool
 	ReapEvery   time.Duration // default 30s
 	RetainEvery time.Duration // default 5m
+	// ReadHeaderTimeout bounds how long a client may take to send a
+	// request's headers, ReadTimeout the whole request, body included; a
+	// client that stops halfway is cut off (a late body answers 408).
+	// Defaults 10s and 30s.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
 
 	Clock  clock.Clock  // default the system clock
 	Logger *slog.Logger // default JSON logs to Stderr
@@ -95,6 +101,11 @@ const (
 	DefaultMailDir      = "./.ferry/mail"
 	DefaultToken        = "dev"
 	DefaultWorkspace    = "default"
+	// DefaultReadHeaderTimeout and DefaultReadTimeout bound a request's
+	// headers and the whole request: generous for a 256 KiB body on this
+	// machine, short enough that half-sent requests do not pile up.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
 )
 
 // WithDefaults fills the zero fields.
@@ -137,6 +148,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RetainEvery == 0 {
 		c.RetainEvery = 5 * time.Minute
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System{}

@@ -1,10 +1,16 @@
 package devstack
 
 import (
+	"io"
+	"net"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,4 +63,43 @@ func TestPayloadMessagesArePlainEnglish(t *testing.T) {
 		require.Equal(t, tc.field, e["field"])
 		require.Equal(t, tc.message, e["message"])
 	}
+}
+
+// TestSlowClientsAreCut: a client that stops halfway through its headers
+// or its body is cut off after the read timeouts (here injected short),
+// every one of many at once; a body that does not arrive in time answers
+// 408 if the client still listens. Before issue 13 there was no body
+// timeout: 50 half-sent bodies stayed open 26 s and more.
+func TestSlowClientsAreCut(t *testing.T) {
+	t.Parallel()
+	b := startStack(t, Config{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 300 * time.Millisecond})
+	addr := strings.TrimPrefix(b.stack.URL(), "http://")
+	halfHeaders := "POST /v1/actions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dev\r\n"
+	halfBody := halfHeaders + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":"
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			conn, err := net.Dial("tcp", addr)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer conn.Close()
+			sent := halfHeaders
+			if i%2 == 1 {
+				sent = halfBody
+			}
+			_, err = conn.Write([]byte(sent))
+			assert.NoError(t, err)
+			// The server must end the exchange; this deadline only keeps a
+			// broken server from hanging the test.
+			assert.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+			answer, err := io.ReadAll(conn)
+			assert.NoError(t, err, "the server closed the connection (not the client's deadline)")
+			if i%2 == 1 {
+				assert.Contains(t, string(answer), "HTTP/1.1 408 ", "a late body answers 408")
+				assert.Contains(t, string(answer), `"code":"request_timeout"`)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -185,7 +185,12 @@ func (s *Stack) WaitDrainPasses(ctx context.Context, n uint64) uint64 {
 // finish (attempts run to their end; claimed actions not started are
 // released), and returns nil.
 func (s *Stack) Run(ctx context.Context) error {
-	srv := &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           s.api,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		IdleTimeout:       2 * time.Minute,
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(s.ln) }()
 

@@ -15,6 +15,7 @@ const (
 	CodeForbidden        = "forbidden"          // 403: the workspace is not the principal's
 	CodeNotFound         = "not_found"          // 404: no such action (or route)
 	CodeMethodNotAllowed = "method_not_allowed" // 405
+	CodeRequestTimeout   = "request_timeout"    // 408: the body did not arrive in time (ferry dev's read timeout)
 	CodeTransition       = "transition_refused" // 409: the action's state refuses the change
 	CodeBodyTooLarge     = "body_too_large"     // 413
 	CodePayloadTooLarge  = "payload_too_large"  // 413

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -65,17 +66,17 @@ var authStatuses = []int{http.StatusUnauthorized, http.StatusTooManyRequests}
 func routeTable() []route {
 	return []route{
 		{Method: http.MethodPost, Path: "/v1/actions", Auth: true,
-			Statuses: []int{200, 201, 400, 403, 413, 422}, serve: (*Handler).enqueue},
+			Statuses: []int{200, 201, 400, 403, 408, 413, 422}, serve: (*Handler).enqueue},
 		{Method: http.MethodPost, Path: "/v1/actions:batch", Auth: true,
-			Statuses: []int{201, 400, 403, 413, 422}, serve: (*Handler).enqueueBatch},
+			Statuses: []int{201, 400, 403, 408, 413, 422}, serve: (*Handler).enqueueBatch},
 		{Method: http.MethodGet, Path: "/v1/actions/{id}", Auth: true,
 			Statuses: []int{200, 400, 404}, serve: (*Handler).get},
 		{Method: http.MethodGet, Path: "/v1/actions", Auth: true,
 			Statuses: []int{200, 400, 403}, serve: (*Handler).list},
 		{Method: http.MethodPost, Path: "/v1/actions/{id}/admit", Auth: true,
-			Statuses: []int{200, 400, 404, 409, 413}, serve: (*Handler).admit},
+			Statuses: []int{200, 400, 404, 408, 409, 413}, serve: (*Handler).admit},
 		{Method: http.MethodPost, Path: "/v1/actions/{id}/cancel", Auth: true,
-			Statuses: []int{200, 400, 404, 409, 413}, serve: (*Handler).cancel},
+			Statuses: []int{200, 400, 404, 408, 409, 413}, serve: (*Handler).cancel},
 		{Method: http.MethodDelete, Path: "/v1/subjects/{subject_id}", Auth: true,
 			Statuses: []int{200, 400, 403}, serve: (*Handler).erase},
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Statuses: []int{200}, serve: (*Handler).openAPI},
@@ -309,6 +310,11 @@ func (h *Handler) readBody(r *http.Request) ([]byte, error) {
 		return nil, h.bodyTooLarge()
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(h.opts.Limits.MaxBody)+1))
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return nil, &apiError{Status: http.StatusRequestTimeout, Code: CodeRequestTimeout,
+			Message: "the body did not arrive within the server's read timeout"}
+	}
 	if err != nil {
 		return nil, &apiError{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Message: "could not read the body"}
 	}
