@@ -1,6 +1,8 @@
 package ddblocal
 
 import (
+	"strings"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -130,7 +132,7 @@ func (s *tableSchema) itemKey(item Item) ([]byte, error) {
 		case keyEmpty:
 			return nil, validationError("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", emptyKind(ka), ka.name)
 		case keyBadNumber:
-			return nil, validationError("The parameter cannot be converted to a numeric value: %s", v.(*types.AttributeValueMemberN).Value)
+			return nil, badNumberError(v.(*types.AttributeValueMemberN).Value)
 		}
 		if keyTooLarge(v, ka == s.keys.rng) {
 			return nil, keyTooLargeError(ka == s.keys.rng)
@@ -170,7 +172,7 @@ func (s *tableSchema) keyOf(key Item) ([]byte, error) {
 		case keyEmpty:
 			return nil, validationError("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", emptyKind(ka), ka.name)
 		case keyBadNumber:
-			return nil, validationError("The parameter cannot be converted to a numeric value: %s", v.(*types.AttributeValueMemberN).Value)
+			return nil, badNumberError(v.(*types.AttributeValueMemberN).Value)
 		}
 		if keyTooLarge(v, ka == s.keys.rng) {
 			return nil, keyTooLargeError(ka == s.keys.rng)
@@ -225,7 +227,7 @@ func (s *tableSchema) checkIndexKeys(item Item) error {
 			case keyEmpty:
 				err = validationError("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", emptyKind(ka), ix.name, ka.name)
 			case keyBadNumber:
-				err = validationError("The parameter cannot be converted to a numeric value: %s", v.(*types.AttributeValueMemberN).Value)
+				err = badNumberError(v.(*types.AttributeValueMemberN).Value)
 			default:
 				if keyTooLarge(v, rng) {
 					err = keyTooLargeError(rng)
@@ -238,4 +240,15 @@ func (s *tableSchema) checkIndexKeys(item Item) error {
 		}
 	}
 	return nil
+}
+
+// badNumberError is DynamoDB's message for a number key value that does not
+// parse or is out of range: "Number overflow. ...", "Number underflow. ...",
+// "Attempting to store more than 38 significant digits in a Number", or
+// that it cannot be converted.
+func badNumberError(n string) error {
+	if _, err := parseDecimal(n); err != nil && !strings.HasPrefix(err.Error(), "invalid number") && !strings.HasPrefix(err.Error(), "empty number") {
+		return validationError("%s", err.Error())
+	}
+	return validationError("The parameter cannot be converted to a numeric value: %s", n)
 }

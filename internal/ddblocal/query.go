@@ -563,6 +563,9 @@ func (db *DB) scan(in *dynamodb.ScanInput) (*dynamodb.ScanOutput, error) {
 			f.Write(h)
 			return int32(f.Sum32()%uint32(total)) == segment
 		}
+		if in.ExclusiveStartKey != nil && !keep(in.ExclusiveStartKey) {
+			return nil, validationError("The provided Exclusive start key does not map to the provided Segment and TotalSegments values.")
+		}
 	}
 	pg, err := tg.read(rs, lo, nil, false, aws.ToInt32(in.Limit), keep)
 	if err != nil {

@@ -125,12 +125,20 @@ func (db *DB) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiv
 
 func (db *DB) updateTimeToLive(in *dynamodb.UpdateTimeToLiveInput) (*dynamodb.UpdateTimeToLiveOutput, error) {
 	spec := in.TimeToLiveSpecification
-	if spec == nil || spec.AttributeName == nil || spec.Enabled == nil {
+	switch {
+	case spec == nil:
 		return nil, validationError("1 validation error detected: Value null at 'timeToLiveSpecification' failed to satisfy constraint: Member must not be null")
+	case spec.AttributeName == nil:
+		return nil, validationError("1 validation error detected: Value null at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must not be null")
+	case spec.Enabled == nil:
+		return nil, validationError("1 validation error detected: Value null at 'timeToLiveSpecification.enabled' failed to satisfy constraint: Member must not be null")
 	}
 	attr := aws.ToString(spec.AttributeName)
-	if attr == "" {
+	switch {
+	case attr == "":
 		return nil, validationError("1 validation error detected: Value '' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	case len(attr) > 255:
+		return nil, validationError("1 validation error detected: Value '%s' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length less than or equal to 255", attr)
 	}
 	enable := aws.ToBool(spec.Enabled)
 	db.mu.Lock()
@@ -145,6 +153,10 @@ func (db *DB) updateTimeToLive(in *dynamodb.UpdateTimeToLiveInput) (*dynamodb.Up
 		return nil, validationError("TimeToLive is already enabled")
 	case !enable && !t.ttlEnabled:
 		return nil, validationError("TimeToLive is already disabled")
+	case !enable && attr != t.ttlAttr:
+		// Disabling names the attribute TTL is on (DynamoDB's exact text
+		// is not documented; it says the name is a different one).
+		return nil, validationError("TimeToLive is active on a different AttributeName: current AttributeName is %s", t.ttlAttr)
 	case enable:
 		t.enableTTL(attr)
 	default:

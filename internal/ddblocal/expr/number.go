@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/cockroachdb/apd/v3"
@@ -23,11 +24,23 @@ var exactContext = apd.BaseContext.WithPrecision(400)
 
 // parseNumber parses DynamoDB number text into an exact decimal, refusing
 // what DynamoDB refuses (not a number, too many digits, out of range).
+// hugeExponent matches a number in exponent notation, for telling an
+// exponent too large to parse from a malformed number.
+var hugeExponent = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+$`)
+
 func parseNumber(s string) (*apd.Decimal, error) {
 	if s == "" || strings.ContainsAny(s, " \t\n\r_") {
 		return nil, errorf("The parameter cannot be converted to a numeric value: %s", s)
 	}
 	d, _, err := apd.NewFromString(s)
+	if err != nil && hugeExponent.MatchString(s) {
+		// A well-formed number whose exponent does not even parse is out
+		// of DynamoDB's range, which is what DynamoDB says.
+		if strings.Contains(strings.ToLower(s), "e-") {
+			return nil, errorf("Number underflow. Attempting to store a number with magnitude smaller than supported range")
+		}
+		return nil, errorf("Number overflow. Attempting to store a number with magnitude larger than supported range")
+	}
 	if err != nil || d.Form != apd.Finite {
 		return nil, errorf("The parameter cannot be converted to a numeric value: %s", s)
 	}

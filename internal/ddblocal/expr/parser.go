@@ -164,10 +164,17 @@ func (p *parser) parsePath() docPath {
 			p.expect(tokRBracket)
 			path = append(path, pathElem{index: n, isIndex: true})
 		default:
+			if len(path) > maxPathDepth {
+				p.fail("The document path has too many nesting levels; nesting levels: %d", len(path))
+			}
 			return path
 		}
 	}
 }
+
+// maxPathDepth is the most levels a document path can have (DynamoDB's
+// "Expression parameters" quota: 32 levels of nesting).
+const maxPathDepth = 32
 
 // parsePathName parses one name of a path: a plain name, which must not be a
 // reserved word, or a #name, which must be defined.
