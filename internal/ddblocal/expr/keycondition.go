@@ -91,7 +91,10 @@ func (k *KeyCondition) ForSchema(hashKey, rangeKey string) (*KeyCondition, error
 		out.HashValue, out.RangeValues = out.RangeValues[0], []types.AttributeValue{out.HashValue}
 	}
 	if out.HashName != hashKey {
-		if out.RangeName == hashKey || out.HashName == rangeKey {
+		// A condition on the partition key that is not an equality is not
+		// supported; no condition on it at all (only the sort key's, say)
+		// misses it.
+		if out.RangeName == hashKey || (out.HashName == rangeKey && out.RangeName != "") {
 			return nil, errorf("Query key condition not supported")
 		}
 		return nil, errorf("Query condition missed key schema element: %s", hashKey)

@@ -62,6 +62,16 @@ func validationCases() []parityCase {
 			_, err = b.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.table), Key: item{"pk": s("a")}, ProjectionExpression: aws.String("a" + repeat(".b", 32))})
 			requireAPIError(t, err, "ValidationException", "Invalid ProjectionExpression: The document path has too many nesting levels; nesting levels: 33")
 		}},
+		// A key condition without the partition key misses it (DynamoDB
+		// names it: github.com/scylladb/scylladb
+		// test_key_condition_expression_no_partition, checked against
+		// DynamoDB).
+		{"KeyConditionWithoutPartitionKey", docQueryAPI, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			b := setup(ctx, t, nc, layoutStrings)
+			_, err := b.client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(b.table), KeyConditionExpression: aws.String("sk = :s"),
+				ExpressionAttributeValues: item{":s": s("1")}})
+			requireAPIError(t, err, "ValidationException", "Query condition missed key schema element: pk")
+		}},
 		// An improperly named table is a ValidationException on the
 		// tableName member (checked before DynamoDB looks for the table),
 		// not a missing table.
