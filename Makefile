@@ -73,6 +73,12 @@ local: .cache/rie-$(RIE_VERSION).stamp ## The deployed functions on this machine
 local-test: .cache/rie-$(RIE_VERSION).stamp ## ferry local's two stack tests: a webhook and an email through the front, the stream and schedules; a changed stream filter
 	LAMBDA_RIE=$(RIE) $(INFRA_ENV) $(GO) test -tags lambdastack -count=1 -v -run 'TestLocalStack' ./internal/lambdastack/
 
+# make local-figures: enqueue-to-delivery p50/p99 of 200 webhooks through
+# the stream poller and the stack's peak memory (a benchmark, not part of test).
+.PHONY: local-figures
+local-figures: .cache/rie-$(RIE_VERSION).stamp ## Measure ferry local: enqueue-to-delivery p50/p99 over 200 webhooks via the stream, peak memory
+	LAMBDA_RIE=$(RIE) $(INFRA_ENV) $(GO) test -tags lambdastack -count=1 -run '^$$' -bench LocalStackDelivery -benchtime 1x ./internal/lambdastack/
+
 .PHONY: lambda-local
 lambda-local: .cache/rie-$(RIE_VERSION).stamp ## Run each function under the Lambda emulator with events/ samples; prints sizes, cold and warm times
 	LAMBDA_RIE=$(RIE) $(GO) test -tags emulator -count=1 -v -run TestFunctionsUnderTheEmulator ./internal/emulatortest/

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -308,4 +309,86 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// timedReceiver records when each webhook arrived.
+type timedReceiver struct {
+	mu  sync.Mutex
+	at  map[string]time.Time
+	all chan struct{}
+	n   int
+}
+
+func (r *timedReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	now := time.Now()
+	r.mu.Lock()
+	if _, seen := r.at[req.Header.Get("webhook-id")]; !seen {
+		r.at[req.Header.Get("webhook-id")] = now
+		if len(r.at) == r.n {
+			close(r.all)
+		}
+	}
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+// BenchmarkLocalStackDelivery measures enqueue-to-delivery through the
+// stream poller (the drainer's schedule off): 200 webhooks enqueued one
+// after another through the front, each timed from its request to its
+// arrival at the receiver; it reports the p50 and p99, and the stack's
+// peak resident memory. make local-figures runs it.
+func BenchmarkLocalStackDelivery(b *testing.B) {
+	const n = 200
+	rie := os.Getenv("LAMBDA_RIE")
+	require.NotEmpty(b, rie)
+	for range b.N {
+		recv := &timedReceiver{at: map[string]time.Time{}, all: make(chan struct{}), n: n}
+		srv := httptest.NewServer(recv)
+		s, err := Start(context.Background(), Config{
+			Template: testTemplate, BinDir: testBin, RIE: rie, Addr: "127.0.0.1:0", MailDir: b.TempDir(),
+			WebhookSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", AllowPrivateWebhooks: true,
+			Schedules: map[string]time.Duration{"drainer": 0, "reaper": 0, "retention": 0}, Out: io.Discard, LogDir: os.Getenv("FERRY_LOCAL_LOG_DIR"),
+		})
+		require.NoError(b, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		sent := map[string]time.Time{}
+		for i := range n {
+			began := time.Now()
+			req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/actions",
+				strings.NewReader(fmt.Sprintf(`{"kind":"webhook","payload":{"url":%q,"body":{"n":%d}}}`, srv.URL+"/hook", i)))
+			req.Header.Set("Authorization", "Bearer dev")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(b, err)
+			var a struct{ ID string }
+			require.NoError(b, json.NewDecoder(resp.Body).Decode(&a))
+			resp.Body.Close()
+			require.Equal(b, http.StatusCreated, resp.StatusCode)
+			sent[a.ID] = began
+		}
+		select {
+		case <-recv.all:
+		case <-time.After(2 * time.Minute):
+			b.Fatalf("%d of %d webhooks delivered in 2 minutes", len(recv.at), n)
+		}
+		s.memory.sample()
+		var lat []time.Duration
+		recv.mu.Lock()
+		for id, at := range recv.at {
+			lat = append(lat, at.Sub(sent[id]))
+		}
+		recv.mu.Unlock()
+		slices.Sort(lat)
+		st := s.Pollers()[0].Stats()
+		cancel()
+		require.NoError(b, <-done)
+		srv.Close()
+		b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "p99-ms")
+		b.ReportMetric(float64(s.memory.peak())/(1<<20), "peak-MiB")
+		b.ReportMetric(float64(st.Batches), "stream-batches")
+		b.ReportMetric(float64(s.Emulator("drainer").Stats().Instances), "drainer-instances")
+	}
 }
