@@ -105,6 +105,8 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	api, err := httpapi.New(httpapi.Options{
 		Outbox: eng, Auth: auth, Clock: clk, Logger: log,
 		Limits: httpapi.Limits{MaxBody: ecfg.MaxBody, MaxPayload: ecfg.MaxPayload},
+		// /healthz reads the table (at most every 2 s per instance).
+		Health: eng.Ping,
 		OnEnqueued: func(actions []outbox.Action) {
 			for _, a := range actions {
 				obs.Metrics.Count("ActionsEnqueued", 1, telemetry.Dim{Name: "Kind", Value: a.Kind})

@@ -23,6 +23,7 @@ func (s *Stack) printBanner() {
 	default:
 		fmt.Fprintf(&b, "  DynamoDB       %s (table %q)\n", s.cfg.DynamoDBEndpoint, s.cfg.Table)
 	}
+	fmt.Fprintf(&b, "  health         %s/healthz (503 while DynamoDB cannot be used; changes are printed here)\n", s.URL())
 	fmt.Fprintf(&b, "  email          %s\n", s.email)
 	fmt.Fprintf(&b, "  eventbridge    %s\n", s.events)
 	fmt.Fprintf(&b, "  webhook secret %s\n", s.secret)

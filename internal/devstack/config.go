@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/httpapi"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
@@ -76,6 +77,11 @@ type Config struct {
 	// Defaults 10s and 30s.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
+	// HealthEvery is how often the stack checks that DynamoDB can be used
+	// (and re-creates a table that went missing); HealthTTL how long
+	// /healthz reuses a check. Defaults 2s and 2s.
+	HealthEvery time.Duration
+	HealthTTL   time.Duration
 
 	Clock  clock.Clock  // default the system clock
 	Logger *slog.Logger // default JSON logs to Stderr
@@ -154,6 +160,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.HealthEvery == 0 {
+		c.HealthEvery = 2 * time.Second
+	}
+	if c.HealthTTL == 0 {
+		c.HealthTTL = httpapi.DefaultHealthTTL
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System{}

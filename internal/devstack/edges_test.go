@@ -1,9 +1,12 @@
 package devstack
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -12,6 +15,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/ddblocal/ddbhttp"
 )
 
 // TestHeaderInjectionNeverReachesTheMailSink is issue 13's reproduction: a
@@ -102,4 +108,79 @@ func TestSlowClientsAreCut(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// serveDynamoDB serves a fresh embedded DynamoDB over HTTP on ln (as
+// `ferry dynamodb` does, in memory) until the returned stop is called.
+func serveDynamoDB(t *testing.T, ln net.Listener) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ddbhttp.Serve(ctx, ln, ddblocal.New(), nil) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestHealthTellsTheTruthAndTheStackRecovers is issue 13's reproduction:
+// ferry dev --dynamodb-endpoint at a `ferry dynamodb` that is killed and
+// restarted. /healthz answered 200 while DynamoDB was gone (every API call
+// answered 500), and nothing recovered without a restart. Now /healthz
+// answers 503 with a reason while DynamoDB is gone, a status line says so,
+// and when DynamoDB is back — empty, as an in-memory `ferry dynamodb` comes
+// back — the stack creates the table again, says so, and serves again.
+func TestHealthTellsTheTruthAndTheStackRecovers(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	stop := serveDynamoDB(t, ln)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer rcv.Close()
+	out := &syncWriter{w: &bytes.Buffer{}}
+	b := startStack(t, Config{DynamoDBEndpoint: "http://" + addr, AllowPrivateWebhooks: true, Stdout: out,
+		HealthEvery: 50 * time.Millisecond, HealthTTL: time.Nanosecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	health := func() (int, map[string]any) { return b.do(t, http.MethodGet, "/healthz", "") }
+
+	status, body := health()
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Equal(t, "reachable", body["dynamodb"])
+
+	stop() // ferry dynamodb is killed
+	status, body = health()
+	require.Equal(t, http.StatusServiceUnavailable, status, "%v", body)
+	require.Equal(t, "unavailable", body["status"])
+	require.NotEmpty(t, body["reason"])
+	printed := func(s string) bool {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		return strings.Contains(out.w.(*bytes.Buffer).String(), s)
+	}
+	for n := b.stack.HealthChecks(); !printed("DynamoDB unreachable (http://" + addr + ")"); {
+		n = b.stack.WaitHealthChecks(ctx, n)
+		require.NoError(t, ctx.Err(), "no status line says DynamoDB is unreachable")
+	}
+
+	ln, err = net.Listen("tcp", addr) // ferry dynamodb again, in memory: empty
+	require.NoError(t, err)
+	serveDynamoDB(t, ln)
+	for n := b.stack.HealthChecks(); !printed(`had no table "ferry": created it again`); {
+		n = b.stack.WaitHealthChecks(ctx, n)
+		require.NoError(t, ctx.Err(), "the table was not created again")
+	}
+	status, body = health()
+	require.Equal(t, http.StatusOK, status, "%v", body)
+
+	status, a := b.do(t, http.MethodPost, "/v1/actions", `{"kind":"webhook","payload":{"url":"`+rcv.URL+`/hook","body":{}}}`)
+	require.Equal(t, http.StatusCreated, status, "%v", a)
+	ended := b.awaitEnded(t, a["id"].(string), 200)
+	require.Equal(t, "DONE", ended["state"], "the stack works again without a restart")
 }

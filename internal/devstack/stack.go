@@ -42,6 +42,7 @@ type Stack struct {
 	secret string
 	email  string // where email goes, for the banner
 	events string // where eventbridge actions go, for the banner
+	watch  *dynamoWatch
 }
 
 // Start builds the stack: DynamoDB, the table (created if missing), the
@@ -52,7 +53,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, retErr error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Stack{cfg: cfg, log: cfg.Logger}
+	s := &Stack{cfg: cfg, log: cfg.Logger, watch: newDynamoWatch()}
 	if s.log == nil {
 		s.log = telemetry.NewLogger(os.Stderr, slog.LevelInfo)
 	}
@@ -119,6 +120,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, retErr error) {
 	}
 	s.api, err = httpapi.New(httpapi.Options{
 		Outbox: s.engine, Auth: auth, Clock: cfg.Clock, Logger: s.log,
+		Health: s.engine.Ping, HealthTTL: cfg.HealthTTL,
 		OnEnqueued: func(actions []outbox.Action) {
 			ps := make([]int, 0, len(actions))
 			for _, a := range actions {
@@ -201,6 +203,7 @@ func (s *Stack) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { s.every(ctx, s.cfg.ReapEvery, s.reap) })
 	wg.Go(func() { s.every(ctx, s.cfg.RetainEvery, s.retain) })
+	wg.Go(func() { s.watchDynamoDB(ctx) })
 	s.printBanner()
 
 	var err error

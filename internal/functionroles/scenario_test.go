@@ -74,7 +74,7 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 	require.NoError(t, err)
 	require.NoError(t, eng.EnsureTable(ctx))
 
-	api, err := httpapi.New(httpapi.Options{Outbox: eng, Clock: clk, Logger: log,
+	api, err := httpapi.New(httpapi.Options{Outbox: eng, Clock: clk, Logger: log, Health: eng.Ping,
 		Auth: mustTokens(t, map[string][]string{"tok": {"default"}})})
 	require.NoError(t, err)
 	apiCtx := withFunction(ctx, Enqueue)
@@ -107,6 +107,7 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 	do("POST", "/v1/actions/"+refused+"/cancel", "")
 	cancelled := do("POST", "/v1/actions", `{"kind":"webhook","idempotency_key":"k5",`+hook("/ok")+`}`)["id"].(string)
 	do("POST", "/v1/actions/"+cancelled+"/cancel", "")
+	do("GET", "/healthz", "")
 	do("GET", "/v1/actions/"+proposed, "")
 	do("GET", "/v1/actions", "")
 	do("GET", "/v1/actions?lane_key=l1&state=ADMITTED&limit=1", "")

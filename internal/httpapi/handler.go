@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,13 @@ type Options struct {
 	// OnEnqueued, when set, is called after actions were enqueued (new ones
 	// only); `ferry dev` wakes its drainer with it.
 	OnEnqueued func(actions []outbox.Action)
+	// Health, when set, checks that DynamoDB can be used (Engine.Ping):
+	// GET /healthz answers 503 with a reason while it fails. It runs at
+	// most once per HealthTTL (default 2 s), for at most HealthTimeout
+	// (default 2 s).
+	Health        func(context.Context) error
+	HealthTTL     time.Duration
+	HealthTimeout time.Duration
 }
 
 // Default limits (API.md).
@@ -47,6 +55,7 @@ type Handler struct {
 	opts   Options
 	mux    *http.ServeMux
 	routes []route
+	health *healthCheck // nil: /healthz says only that the API runs
 }
 
 // route is one operation of the API: the router and the OpenAPI test both
@@ -80,7 +89,7 @@ func routeTable() []route {
 		{Method: http.MethodDelete, Path: "/v1/subjects/{subject_id}", Auth: true,
 			Statuses: []int{200, 400, 403}, serve: (*Handler).erase},
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Statuses: []int{200}, serve: (*Handler).openAPI},
-		{Method: http.MethodGet, Path: "/healthz", Statuses: []int{200}, serve: (*Handler).healthz},
+		{Method: http.MethodGet, Path: "/healthz", Statuses: []int{200, 503}, serve: (*Handler).healthz},
 	}
 }
 
@@ -104,6 +113,10 @@ func New(opts Options) (*Handler, error) {
 		opts.Limits.MaxPayload = DefaultMaxPayload
 	}
 	h := &Handler{opts: opts, mux: http.NewServeMux(), routes: routeTable()}
+	if opts.Health != nil {
+		h.health = &healthCheck{check: opts.Health, clock: opts.Clock,
+			ttl: cmp.Or(opts.HealthTTL, DefaultHealthTTL), timeout: cmp.Or(opts.HealthTimeout, DefaultHealthTimeout)}
+	}
 	for _, rt := range h.routes {
 		h.mux.Handle(rt.Method+" "+rt.Path, h.wrap(rt))
 	}
@@ -644,12 +657,20 @@ func (h *Handler) erase(_ http.ResponseWriter, r *http.Request, p *Principal) (i
 	return http.StatusOK, erasedBody{Erased: total}, nil
 }
 
-type healthBody struct {
-	Status string `json:"status"`
-}
-
-func (h *Handler) healthz(_ http.ResponseWriter, _ *http.Request, _ *Principal) (int, any, error) {
-	return http.StatusOK, healthBody{Status: "ok"}, nil
+// healthz answers whether the API can serve: 200 while DynamoDB can be
+// read, 503 with the reason while it cannot.
+func (h *Handler) healthz(_ http.ResponseWriter, r *http.Request, _ *Principal) (int, any, error) {
+	if h.health == nil {
+		return http.StatusOK, healthBody{Status: "ok"}, nil
+	}
+	reason, err := h.health.status(r.Context())
+	if err != nil {
+		h.opts.Logger.LogAttrs(r.Context(), slog.LevelWarn, "health check failed", slog.String("error", err.Error()))
+	}
+	if reason != "" {
+		return http.StatusServiceUnavailable, healthBody{Status: "unavailable", DynamoDB: "unreachable", Reason: reason}, nil
+	}
+	return http.StatusOK, healthBody{Status: "ok", DynamoDB: "reachable"}, nil
 }
 
 func (h *Handler) openAPI(_ http.ResponseWriter, _ *http.Request, _ *Principal) (int, any, error) {
