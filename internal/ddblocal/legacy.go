@@ -670,7 +670,9 @@ func legacyQuery(in *dynamodb.QueryInput) (*dynamodb.QueryInput, legacyFlags, er
 			}
 			parts = append(parts, p.conditionExpr(attr, c.ComparisonOperator, c.AttributeValueList))
 		}
-		if len(parts) != 1 && len(parts) != 2 {
+		// More than two conditions are for an index with multi-attribute
+		// keys (up to eight); the key schema check refuses them elsewhere.
+		if len(parts) == 0 || len(parts) > 8 {
 			return nil, flags, validationError("Conditions can be of length 1 or 2 only")
 		}
 		cp.KeyConditionExpression = strPtr(strings.Join(parts, " AND "))
