@@ -159,6 +159,9 @@ func TestHealthTellsTheTruthAndTheStackRecovers(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, status, "%v", body)
 	require.Equal(t, "unavailable", body["status"])
 	require.NotEmpty(t, body["reason"])
+	status, body = b.do(t, http.MethodGet, "/v1/actions", "")
+	require.Equal(t, http.StatusServiceUnavailable, status, "an API call says DynamoDB cannot be used: %v", body)
+	require.Equal(t, "unavailable", body["error"].(map[string]any)["code"])
 	printed := func(s string) bool {
 		out.mu.Lock()
 		defer out.mu.Unlock()

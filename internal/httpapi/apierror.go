@@ -23,6 +23,7 @@ const (
 	CodeInvalidPayload   = "invalid_payload"    // 422: the kind's adapter refused the payload
 	CodeThrottled        = "throttled"          // 429: DynamoDB throttled or conflicted; retry
 	CodeInternal         = "internal"           // 500
+	CodeUnavailable      = "unavailable"        // 503: DynamoDB cannot be reached (or the table is gone); retry
 )
 
 // apiError is an answer other than success. Field, when set, is the request

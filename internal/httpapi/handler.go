@@ -69,8 +69,9 @@ type route struct {
 }
 
 // authStatuses are what every authenticated route can answer besides its
-// own statuses; every route can answer 500.
-var authStatuses = []int{http.StatusUnauthorized, http.StatusTooManyRequests}
+// own statuses (they all use DynamoDB: 429 when it throttles, 503 when it
+// cannot be reached); every route can answer 308 and 500.
+var authStatuses = []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable}
 
 func routeTable() []route {
 	return []route{
@@ -203,7 +204,7 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, pattern string,
 	if err != nil {
 		ae = h.toAPIError(r.Context(), err)
 		status, body = ae.Status, errorBody{Error: errorDetail{Code: ae.Code, Message: ae.Message, Field: ae.Field}}
-		if ae.Status == http.StatusTooManyRequests {
+		if ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "1")
 		}
 	}
@@ -284,6 +285,9 @@ func (h *Handler) toAPIError(ctx context.Context, err error) *apiError {
 			Message: fmt.Sprintf("payload: %d bytes is over the limit of %d bytes", tl.Size, tl.Max)}
 	case isThrottle(err):
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeThrottled, Message: "the table is busy; retry after a short wait"}
+	case isUnavailable(err):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: "DynamoDB cannot be used now (" + unavailableReason(err) + "); retry later (an enqueue with an idempotency key cannot be doubled by its retry); GET /healthz says when it is back"}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/ferryhq/ferry/internal/clock"
 )
@@ -77,4 +78,13 @@ func unavailableReason(err error) string {
 		return "DynamoDB refused the request: " + api.ErrorCode()
 	}
 	return "DynamoDB is unreachable"
+}
+
+// isUnavailable reports whether err says DynamoDB could not be used: the
+// connection failed (refused, reset, timed out: a write may or may not
+// have landed, as with any lost answer), or the table is gone.
+func isUnavailable(err error) bool {
+	var send *smithyhttp.RequestSendError
+	var nf *types.ResourceNotFoundException
+	return errors.As(err, &send) || errors.As(err, &nf)
 }
