@@ -113,6 +113,7 @@ func newDynamoDBCommand() *cobra.Command {
 		addr, logLevel, dataDir       string
 		unprocessedRate, throttleRate float64
 		chaosSeed                     uint64
+		statusDelay                   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "dynamodb",
@@ -137,7 +138,8 @@ before it is answered (see docs/dynamodb.md).`,
 				return errors.New("--unprocessed-rate and --throttle-rate must be at least 0 and below 1")
 			}
 			// Items whose TTL passed are deleted at most a minute late.
-			opts := []ddblocal.Option{ddblocal.WithTTLSweepEvery(time.Minute), ddblocal.WithUnprocessed(unprocessedRate, chaosSeed)}
+			opts := []ddblocal.Option{ddblocal.WithTTLSweepEvery(time.Minute), ddblocal.WithUnprocessed(unprocessedRate, chaosSeed),
+				ddblocal.WithTableStatusDelay(statusDelay)}
 			if throttleRate > 0 {
 				opts = append(opts, ddblocal.WithSeed(chaosSeed, ddblocal.FaultRates{Throttle: throttleRate, Ops: ddblocal.ItemOperations()}))
 			}
@@ -178,6 +180,8 @@ before it is answered (see docs/dynamodb.md).`,
 	cmd.Flags().Float64Var(&unprocessedRate, "unprocessed-rate", 0, "leave this share of BatchGetItem keys and BatchWriteItem writes unprocessed (0 to <1), to prove a client's retry loop")
 	cmd.Flags().Float64Var(&throttleRate, "throttle-rate", 0, "refuse this share of item calls with ProvisionedThroughputExceededException (0 to <1)")
 	cmd.Flags().Uint64Var(&chaosSeed, "chaos-seed", 1, "seed of --unprocessed-rate and --throttle-rate (same seed and calls, same answers)")
+	cmd.Flags().DurationVar(&statusDelay, "table-status-delay", ddblocal.DefaultServerTableStatusDelay,
+		"how long a table stays CREATING, UPDATING or DELETING (at most: a DescribeTable, as the SDKs' waiters send, ends it); 0: ACTIVE at once")
 	return cmd
 }
 

@@ -31,7 +31,7 @@ func TestFlags(t *testing.T) {
 	require.Equal(t, map[string]string{"addr": "127.0.0.1:8000", "data-dir": ""}, find("dynamodb"))
 	dyn, _, err := root.Find([]string{"dynamodb"})
 	require.NoError(t, err)
-	for name, def := range map[string]string{"unprocessed-rate": "0", "throttle-rate": "0", "chaos-seed": "1"} {
+	for name, def := range map[string]string{"unprocessed-rate": "0", "throttle-rate": "0", "chaos-seed": "1", "table-status-delay": "1s"} {
 		require.Equal(t, def, dyn.Flags().Lookup(name).DefValue, name)
 	}
 	require.Equal(t, map[string]string{"dynamodb-endpoint": "", "table": "ferry"}, find("table", "create"))

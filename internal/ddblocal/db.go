@@ -49,6 +49,8 @@ type DB struct {
 	stats   map[string]*CapacityStats
 
 	unprocessed *unprocessedPlan // WithUnprocessed
+	statusDelay time.Duration    // WithTableStatusDelay
+	deleting    map[string]*deletingTable
 
 	// persistence (Open)
 	persistent bool
@@ -117,6 +119,7 @@ func WithChangeLimit(n int) Option { return func(db *DB) { db.changeLimit = n } 
 func New(opts ...Option) *DB {
 	db := &DB{
 		tables:          map[string]*table{},
+		deleting:        map[string]*deletingTable{},
 		clock:           clock.System{},
 		region:          "us-east-1",
 		account:         "000000000000",
@@ -248,6 +251,9 @@ func (db *DB) table(name string) (*table, error) {
 			return nil, err
 		}
 		return nil, notFoundError(msgResourceNotFound)
+	}
+	if db.statusDelay > 0 && db.clock.Now().Before(t.activeAt) {
+		return nil, notFoundError(msgResourceNotFound) // still CREATING
 	}
 	return t, nil
 }

@@ -45,6 +45,9 @@ func (db *DB) target(t *table, indexName *string, consistent bool) (target, erro
 			if ix.schema.global && consistent {
 				return target{}, validationError(msgConsistentReadGSI)
 			}
+			if db.clock.Now().Before(ix.activeAt) {
+				return target{}, backfillingError(name)
+			}
 			return target{t: t, ix: ix, keys: ix.schema.keys}, nil
 		}
 	}

@@ -58,6 +58,7 @@ type pendingIndexOp struct {
 
 // index is the stored state of one secondary index.
 type index struct {
+	activeAt  time.Time // a new global index is backfilling before
 	schema    *indexSchema
 	tree      *btree.BTreeG[entry]
 	sizeBytes int64
@@ -109,6 +110,7 @@ func expiryLess(a, b expiry) bool {
 
 // table is the stored state of one table.
 type table struct {
+	lifecycle
 	schema    *tableSchema
 	items     *btree.BTreeG[entry]
 	indexes   []*index

@@ -29,6 +29,12 @@ func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableO
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	defer db.logMeta("UpdateTable", aws.ToString(in.TableName), in)
+	now := db.clock.Now()
+	if t0, ok := db.tables[aws.ToString(in.TableName)]; ok {
+		if err := t0.inUse(now); err != nil {
+			return nil, err
+		}
+	}
 	t, err := db.table(aws.ToString(in.TableName))
 	if err != nil {
 		return nil, err
@@ -112,7 +118,15 @@ func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableO
 	if !changed {
 		return nil, validationError("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass is required")
 	}
-	return &dynamodb.UpdateTableOutput{TableDescription: t.describe(types.TableStatusActive)}, nil
+	t.updatingUntil = now.Add(db.statusDelay)
+	for _, u := range in.GlobalSecondaryIndexUpdates {
+		if u.Create != nil {
+			if ix := t.indexByName(aws.ToString(u.Create.IndexName)); ix != nil {
+				ix.activeAt = now.Add(db.statusDelay)
+			}
+		}
+	}
+	return &dynamodb.UpdateTableOutput{TableDescription: t.describeAt(now)}, nil
 }
 
 // createIndex validates a new global secondary index the way CreateTable

@@ -25,14 +25,16 @@ func (db *DB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, _ 
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	defer db.logMeta("CreateTable", s.name, in)
-	if _, exists := db.tables[s.name]; exists {
+	now := db.clock.Now()
+	if _, exists := db.tables[s.name]; exists || db.deletingNamed(s.name, now) != nil {
 		return finish[dynamodb.CreateTableOutput](c, nil, inUseError("Table already exists: "+s.name))
 	}
 	t := newTable(s)
 	t.tags = tagMap(in.Tags)
+	t.activeAt = now.Add(db.statusDelay)
 	db.tables[s.name] = t
-	db.syncStream(t, db.clock.Now(), false)
-	return finish(c, &dynamodb.CreateTableOutput{TableDescription: t.describe(types.TableStatusActive)}, nil)
+	db.syncStream(t, now, false)
+	return finish(c, &dynamodb.CreateTableOutput{TableDescription: t.describeAt(now)}, nil)
 }
 
 // DescribeTable describes a table, completely enough for the SDK's
@@ -43,6 +45,16 @@ func (db *DB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput
 	if err != nil {
 		return nil, err
 	}
+	if db.statusDelay > 0 {
+		// A DescribeTable ends a transient state (lifecycle.go).
+		db.mu.Lock()
+		now := db.clock.Now()
+		if t, ok := db.tables[name]; ok && t.transient(now) {
+			t.settle(now)
+		}
+		delete(db.deleting, name)
+		db.mu.Unlock()
+	}
 	db.lockRead(name)
 	defer db.mu.RUnlock()
 	t, ok := db.tables[name]
@@ -52,7 +64,7 @@ func (db *DB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput
 		}
 		return finish[dynamodb.DescribeTableOutput](c, nil, notFoundError("Requested resource not found: Table: "+name+" not found"))
 	}
-	return finish(c, &dynamodb.DescribeTableOutput{Table: t.describe(types.TableStatusActive)}, nil)
+	return finish(c, &dynamodb.DescribeTableOutput{Table: t.describeAt(db.clock.Now())}, nil)
 }
 
 // DeleteTable deletes a table and everything in it.
@@ -65,7 +77,17 @@ func (db *DB) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, _ 
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	defer db.logMeta("DeleteTable", name, in)
+	now := db.clock.Now()
+	db.purgeDeleting(now)
 	t, ok := db.tables[name]
+	if !ok && db.deletingNamed(name, now) != nil {
+		return finish[dynamodb.DeleteTableOutput](c, nil, inUseError("Attempt to change a resource which is still in use: Table is being deleted: "+name))
+	}
+	if ok {
+		if err := t.inUse(now); err != nil {
+			return finish[dynamodb.DeleteTableOutput](c, nil, err)
+		}
+	}
 	if !ok {
 		if err := validateTableName(name, "tableName"); err != nil {
 			return finish[dynamodb.DeleteTableOutput](c, nil, err)
@@ -78,6 +100,9 @@ func (db *DB) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, _ 
 		db.lagging.Add(-int64(len(ix.pending)))
 	}
 	delete(db.tables, name)
+	if db.statusDelay > 0 {
+		db.deleting[name] = &deletingTable{t: t, until: now.Add(db.statusDelay)}
+	}
 	return finish(c, &dynamodb.DeleteTableOutput{TableDescription: desc}, nil)
 }
 
@@ -99,6 +124,12 @@ func (db *DB) ListTables(ctx context.Context, in *dynamodb.ListTablesInput, _ ..
 	names := make([]string, 0, len(db.tables))
 	for n := range db.tables {
 		names = append(names, n)
+	}
+	now := db.clock.Now()
+	for n := range db.deleting {
+		if db.deletingNamed(n, now) != nil {
+			names = append(names, n) // still DELETING
+		}
 	}
 	db.mu.RUnlock()
 	sort.Strings(names)
