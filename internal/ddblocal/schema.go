@@ -155,17 +155,20 @@ func (ix *indexSchema) project(item Item, base keySchema) Item {
 
 // tableSchema is everything CreateTable fixed about a table.
 type tableSchema struct {
-	name        string
-	keys        keySchema
-	attrDefs    []types.AttributeDefinition
-	indexes     []*indexSchema
-	billing     types.BillingMode
-	throughput  *types.ProvisionedThroughput
-	stream      *types.StreamSpecification
-	streamLabel string
-	created     time.Time
-	arn         string
-	tableID     string
+	name     string
+	keys     keySchema
+	attrDefs []types.AttributeDefinition
+	indexes  []*indexSchema
+	billing  types.BillingMode
+	// payPerRequestSince is when the table last became PAY_PER_REQUEST
+	// (zero: never).
+	payPerRequestSince time.Time
+	throughput         *types.ProvisionedThroughput
+	stream             *types.StreamSpecification
+	streamLabel        string
+	created            time.Time
+	arn                string
+	tableID            string
 }
 
 func (s *tableSchema) index(name string) *indexSchema {
@@ -503,7 +506,14 @@ func (t *table) describe(status types.TableStatus) *types.TableDescription {
 		TableSizeBytes:            aws.Int64(t.sizeBytes),
 		DeletionProtectionEnabled: aws.Bool(false),
 	}
-	d.BillingModeSummary = &types.BillingModeSummary{BillingMode: s.billing, LastUpdateToPayPerRequestDateTime: aws.Time(s.created)}
+	// LastUpdateToPayPerRequestDateTime is when the table last became
+	// PAY_PER_REQUEST: absent for a table that never was.
+	d.BillingModeSummary = &types.BillingModeSummary{BillingMode: s.billing}
+	if since := s.payPerRequestSince; !since.IsZero() {
+		d.BillingModeSummary.LastUpdateToPayPerRequestDateTime = aws.Time(since)
+	} else if s.billing == types.BillingModePayPerRequest {
+		d.BillingModeSummary.LastUpdateToPayPerRequestDateTime = aws.Time(s.created)
+	}
 	d.ProvisionedThroughput = throughputDescription(s.throughput)
 	if s.stream != nil && aws.ToBool(s.stream.StreamEnabled) {
 		d.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: s.stream.StreamViewType}

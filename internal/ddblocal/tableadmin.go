@@ -61,6 +61,7 @@ func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableO
 		case s.billing:
 		case types.BillingModePayPerRequest:
 			s.billing, s.throughput = in.BillingMode, nil
+			s.payPerRequestSince = now
 		case types.BillingModeProvisioned:
 			if in.ProvisionedThroughput == nil {
 				return nil, validationError("One or more parameter values were invalid: ProvisionedThroughput must be specified when BillingMode is PROVISIONED")

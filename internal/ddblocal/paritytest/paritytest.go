@@ -63,7 +63,7 @@ func Exercise(ctx context.Context, t *testing.T, newClient func(t *testing.T) Cl
 // files.
 func allCases() []parityCase {
 	var all []parityCase
-	for _, group := range [][]parityCase{cases(), updateCases(), tagCases(), tableAdminCases(), validationCases(), httpCases(), keyCases(), legacyCases(), batchCases()} {
+	for _, group := range [][]parityCase{cases(), updateCases(), tagCases(), tableAdminCases(), validationCases(), httpCases(), keyCases(), legacyCases(), batchCases(), billingCases()} {
 		all = append(all, group...)
 	}
 	return all
