@@ -33,125 +33,38 @@ func (e *Engine) retentionOf(kind string) time.Duration {
 	return r
 }
 
-// end writes the end of an action: terminal state, stop reason, ended time
-// and TTL; the payload and the due index keys go. The ending is then
-// recorded in the retention journal of ctx (a batch's), or in a journal
-// item of its own (ADR 0010). The ended hook's items and the lane tail
-// cleanup (when this action is its lane's tail) go in the same transaction;
-// with none of them the end is a single conditional UpdateItem. An action
-// with an idempotency key has its record stripped and given its TTL just
-// before (ADR 0007, amended). A refused condition comes back as an error
-// for which isCondFailed is true.
+// end writes the end of an action (design.md §7.1): terminal state, stop
+// reason, ended time and TTL; the payload and the due index keys go. The
+// ending is then recorded in the retention journal of ctx (a batch's), or
+// in a journal item of its own (design.md §3.6). The ended hook's items and
+// the lane's items (the relink of a member ending out of order, design.md
+// §7.3, or the tail cleanup when this action is its lane's tail) go in the
+// same transaction; with none of them the end is a single conditional
+// UpdateItem. An action with an idempotency key has its record stripped and
+// given its TTL just before (design.md §3.5). A refused condition comes back
+// as an error for which isCondFailed is true.
 func (e *Engine) end(ctx context.Context, a *Action, p endParams) (_ *Action, err error) {
 	if !p.To.Ended() {
 		return nil, fmt.Errorf("outbox: end to non-terminal state %s", p.To)
 	}
-	now := e.clk.Now().UTC()
-	ret := e.retentionOf(a.Kind)
-	expiry := now.Add(ret)
-	ended := *a
-	ended.State, ended.StopReason, ended.EndedAt = p.To, p.Reason, now
-	ended.Payload, ended.LeaseExpiresAt, ended.Owner = nil, time.Time{}, ""
-	if p.Ref != "" {
-		ended.ReadbackRef = p.Ref
+	w := e.endWriteOf(a, p)
+	hooks, err := e.endedHookItems(ctx, a, p)
+	if err != nil {
+		return nil, err
 	}
-	set := "SET #st = :st, #sr = :sr, #ea = :ea, #ttl = :ttl"
-	names := map[string]string{
-		"#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL,
-		"#pl": attrPayload, "#dpk": attrDuePK, "#dsk": attrDueSK, "#own": attrOwner, "#lx": attrLease,
-	}
-	vals := map[string]types.AttributeValue{
-		":st": avS(string(p.To)), ":sr": avS(string(p.Reason)), ":ea": avMs(now), ":ttl": avN(expiry.Unix()),
-	}
-	if p.Ref != "" {
-		set += ", #ref = :ref"
-		names["#ref"] = attrRef
-		vals[":ref"] = avS(p.Ref)
-	}
-	upd := set + " REMOVE #pl, #dpk, #dsk, #own, #lx"
-	if p.InOrder && a.PrevSeq != 0 {
-		upd += ", #prev"
-		names["#prev"] = attrPrev
-		ended.PrevSeq = 0
-	}
-	c := p.Cond.and(cond{names: names, vals: vals})
-
-	var extra []types.TransactWriteItem
-	if ad, ok := e.reg.Lookup(a.Kind); ok {
-		if h, ok := ad.(EndedHook); ok {
-			items, err := h.Ended(ctx, EndedAction{Action: *a, State: p.To, StopReason: p.Reason, Result: p.Result})
-			if err != nil {
-				return nil, fmt.Errorf("error building ended hook items of %s: %w", a.ID, err)
-			}
-			extra = append(extra, items...)
-		}
-	}
-	hooks := len(extra)
-	// laneItems adds the lane's items to extra: the relink of a member
-	// ending out of order (ADR 0006), or else the lane tail cleanup.
-	tailAt, relinkAt := -1, -1
-	laneItems := func(relink bool) error {
-		extra, tailAt, relinkAt = extra[:hooks], -1, -1
-		if a.LaneKey == "" {
-			return nil
-		}
-		if relink && !p.InOrder {
-			items, err := e.unlink(ctx, a)
-			if err != nil {
-				return err
-			}
-			if len(items) > 0 {
-				relinkAt = len(extra) + 1
-				extra = append(extra, items...)
-				return nil
-			}
-		}
-		// A member followed by a later live member of its lane is not the
-		// lane's tail: no tail to read or clean up (ADR 0005).
-		if a.followed {
-			return nil
-		}
-		lid := laneID{a.WorkspaceID, a.LaneKey}
-		tail, err := e.readTail(ctx, a.Partition, lid)
-		if err != nil {
-			return err
-		}
-		blocked := false
-		if tail == a.Seq && a.PrevSeq != 0 && !p.InOrder {
-			// Ending out of order (cancelled, expired) while an earlier
-			// member is live, with no relink possible: the tail stays, so
-			// the next action of the lane still waits for that member.
-			m, err := e.ancestorsLive(ctx, a.Partition, map[int64]int64{a.Seq: a.PrevSeq})
-			if err != nil {
-				return err
-			}
-			blocked = m[a.Seq]
-		}
-		if tail == a.Seq && !blocked {
-			tailAt = len(extra) + 1
-			extra = append(extra, types.TransactWriteItem{Delete: &types.Delete{
-				TableName:                 e.table(),
-				Key:                       key(partitionPK(a.Partition), laneSK(lid.ws, lid.lane)),
-				ConditionExpression:       aws.String("#s = :s"),
-				ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq)},
-			}})
-		}
-		return nil
-	}
-	if err := laneItems(true); err != nil {
+	lane := &endLane{a: a, inOrder: p.InOrder, items: hooks, hooks: len(hooks), tailAt: -1, relinkAt: -1}
+	if err := e.endLaneItems(ctx, lane, true); err != nil {
 		return nil, err
 	}
 	if a.IdempotencyKey != "" {
 		// The record loses its copy of the action and gets its TTL before
-		// the end is written (ADR 0007, amended): an end that stands thus
-		// never leaves a payload behind in its record, even when the
-		// process dies right after it. The action's row exists (it was
-		// read to decide this end), so the written-first recovery no
-		// longer needs the copy. The TTL has a slack over the row's, which
-		// is taken a little later, so the record outlives its action's
-		// tombstone (DESIGN.md §5.6).
-		if err := e.idemExpire(ctx, a, expiry.Add(idemTTLSlack+e.cfg.ClockSkew)); err != nil {
+		// the end is written: an end that stands thus never leaves a
+		// payload behind in its record, even when the process dies right
+		// after it. The action's row exists (it was read to decide this
+		// end), so the written-first recovery no longer needs the copy. The
+		// TTL has a slack over the row's, which is taken a little later, so
+		// the record outlives its action's tombstone (design.md §3.5).
+		if err := e.idemExpire(ctx, a, w.expiry.Add(idemTTLSlack+e.cfg.ClockSkew)); err != nil {
 			return nil, err
 		}
 		defer func() {
@@ -162,73 +75,221 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (_ *Action, er
 			}
 		}()
 	}
-	const maxRelinkTries = 8
-	relinks := 0
-	for try := 0; ; try++ {
-		var err error
-		if len(extra) == 0 {
-			err = e.updateSettled(ctx, &dynamodb.UpdateItemInput{
-				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
-				ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
-			}, rowIs(p.To, a.Epoch, attrEnded, now))
-		} else {
-			items := append([]types.TransactWriteItem{{Update: &types.Update{
-				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
-				ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
-			}}}, extra...)
-			err = e.transact(ctx, items, e.token())
-			if reasons, ok := cancelReasons(err); ok && len(reasons) > 0 && reasons[0] != "ConditionalCheckFailed" {
-				if relinkAt > 0 && relinks < maxRelinkTries {
-					// The action's own guard held; a neighbour's links
-					// moved (a concurrent end, erasure or enqueue in the
-					// lane): read them again.
-					relinks++
-					if err := laneItems(true); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				if relinkAt > 0 {
-					// Links not as a relink needs them, again and again:
-					// end as before relinks existed (the member keeps its
-					// prev and the lane walk follows it).
-					if err := laneItems(false); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				if try < 3 {
-					// The lane tail moved on (a new action joined the
-					// lane): end without the cleanup.
-					var keep []types.TransactWriteItem
-					for i, it := range extra {
-						if i+1 == tailAt && reasons[i+1] == "ConditionalCheckFailed" {
-							continue
-						}
-						keep = append(keep, it)
-					}
-					if len(keep) < len(extra) {
-						extra, tailAt = keep, -1
-						continue
-					}
-				}
-			}
-		}
-		// Retention finds ended rows through the journal (ADR 0010), not
-		// an index entry per row. A failed end is journaled too: its write
-		// may have landed though no answer said so (an ambiguous try whose
-		// read-back failed), and listing a row that did not end costs
-		// retention one skipped read, while missing one leaves it to TTL.
-		e.journalEnd(ctx, a.Partition, a.Seq, ret, expiry)
-		if err != nil {
-			if isCondFailed(err) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("error ending action %s as %s: %w", a.ID, p.To, err)
-		}
-		e.obs.ActionEnded(&ended, p.Result.Outcome, p.Reason)
-		return &ended, nil
+	writeErr, err := e.endSend(ctx, w, lane)
+	if err != nil {
+		return nil, err
 	}
+	// Retention finds ended rows through the journal (design.md §3.6), not
+	// an index entry per row. A failed end is journaled too: its write may
+	// have landed though no answer said so (an ambiguous try whose
+	// read-back failed), and listing a row that did not end costs retention
+	// one skipped read, while missing one leaves it to TTL.
+	e.journalEnd(ctx, a.Partition, a.Seq, w.retention, w.expiry)
+	if writeErr != nil {
+		if isCondFailed(writeErr) {
+			return nil, writeErr
+		}
+		return nil, fmt.Errorf("error ending action %s as %s: %w", a.ID, p.To, writeErr)
+	}
+	e.obs.ActionEnded(&w.ended, p.Result.Outcome, p.Reason)
+	return &w.ended, nil
+}
+
+// endWrite is the end's own write of the action row, and the action as it
+// is once ended.
+type endWrite struct {
+	a         *Action
+	to        State
+	now       time.Time
+	retention time.Duration
+	expiry    time.Time
+	upd       string
+	cond      cond
+	ended     Action
+}
+
+// endWriteOf builds the end's update of the action row: its condition is
+// p.Cond and it sets the terminal state, stop reason, ended time, TTL and
+// reference; it removes the payload, the due keys, the owner and the lease
+// (and the predecessor link of an action ended in lane order).
+func (e *Engine) endWriteOf(a *Action, p endParams) endWrite {
+	now := e.clk.Now().UTC()
+	w := endWrite{a: a, to: p.To, now: now, retention: e.retentionOf(a.Kind)}
+	w.expiry = now.Add(w.retention)
+	w.ended = *a
+	w.ended.State, w.ended.StopReason, w.ended.EndedAt = p.To, p.Reason, now
+	w.ended.Payload, w.ended.LeaseExpiresAt, w.ended.Owner = nil, time.Time{}, ""
+	if p.Ref != "" {
+		w.ended.ReadbackRef = p.Ref
+	}
+	set := "SET #st = :st, #sr = :sr, #ea = :ea, #ttl = :ttl"
+	names := map[string]string{
+		"#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL,
+		"#pl": attrPayload, "#dpk": attrDuePK, "#dsk": attrDueSK, "#own": attrOwner, "#lx": attrLease,
+	}
+	vals := map[string]types.AttributeValue{
+		":st": avS(string(p.To)), ":sr": avS(string(p.Reason)), ":ea": avMs(now), ":ttl": avN(w.expiry.Unix()),
+	}
+	if p.Ref != "" {
+		set += ", #ref = :ref"
+		names["#ref"] = attrRef
+		vals[":ref"] = avS(p.Ref)
+	}
+	w.upd = set + " REMOVE #pl, #dpk, #dsk, #own, #lx"
+	if p.InOrder && a.PrevSeq != 0 {
+		w.upd += ", #prev"
+		names["#prev"] = attrPrev
+		w.ended.PrevSeq = 0
+	}
+	w.cond = p.Cond.and(cond{names: names, vals: vals})
+	return w
+}
+
+// endedHookItems are the items the kind's EndedHook adds to the end.
+func (e *Engine) endedHookItems(ctx context.Context, a *Action, p endParams) ([]types.TransactWriteItem, error) {
+	ad, ok := e.reg.Lookup(a.Kind)
+	if !ok {
+		return nil, nil
+	}
+	h, ok := ad.(EndedHook)
+	if !ok {
+		return nil, nil
+	}
+	items, err := h.Ended(ctx, EndedAction{Action: *a, State: p.To, StopReason: p.Reason, Result: p.Result})
+	if err != nil {
+		return nil, fmt.Errorf("error building ended hook items of %s: %w", a.ID, err)
+	}
+	return items, nil
+}
+
+// endLane is what an end transaction carries besides the action's own
+// write: the hook's items first, then the lane's, with the positions (in
+// the transaction, the action's write being item 0) of the tail delete and
+// of the relink (-1: none).
+type endLane struct {
+	a                *Action
+	inOrder          bool
+	items            []types.TransactWriteItem
+	hooks            int
+	tailAt, relinkAt int
+	relinks          int // relinks refused so far
+}
+
+// maxRelinkTries bounds the relinks an end tries before it ends without
+// one (design.md §7.3).
+const maxRelinkTries = 8
+
+// endLaneItems (re)builds the lane's items of an end: the relink of a
+// member ending out of order when relink allows it, or else the lane tail
+// cleanup.
+func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) error {
+	a := l.a
+	l.items, l.tailAt, l.relinkAt = l.items[:l.hooks], -1, -1
+	if a.LaneKey == "" {
+		return nil
+	}
+	if relink && !l.inOrder {
+		items, err := e.unlink(ctx, a)
+		if err != nil {
+			return err
+		}
+		if len(items) > 0 {
+			l.relinkAt = len(l.items) + 1
+			l.items = append(l.items, items...)
+			return nil
+		}
+	}
+	// A member followed by a later live member of its lane is not the
+	// lane's tail: no tail to read or clean up (design.md §7.1).
+	if a.followed {
+		return nil
+	}
+	lid := laneID{a.WorkspaceID, a.LaneKey}
+	tail, err := e.readTail(ctx, a.Partition, lid)
+	if err != nil || tail != a.Seq {
+		return err
+	}
+	if a.PrevSeq != 0 && !l.inOrder {
+		// Ending out of order (cancelled, expired) while an earlier member
+		// is live, with no relink possible: the tail stays, so the next
+		// action of the lane still waits for that member.
+		m, err := e.ancestorsLive(ctx, a.Partition, map[int64]int64{a.Seq: a.PrevSeq})
+		if err != nil || m[a.Seq] {
+			return err
+		}
+	}
+	l.tailAt = len(l.items) + 1
+	l.items = append(l.items, e.laneTailDelete(lid, a.Partition, a.Seq))
+	return nil
+}
+
+// endSend sends the end: one conditional UpdateItem without other items,
+// else a transaction, tried again when a neighbour's links moved (a fresh
+// relink, then none) or the lane tail moved on (without the cleanup).
+// writeErr is the write's own failure; err a failure to build the lane's
+// items again.
+func (e *Engine) endSend(ctx context.Context, w endWrite, l *endLane) (writeErr, err error) {
+	a := w.a
+	for try := 0; ; try++ {
+		if len(l.items) == 0 {
+			return e.updateSettled(ctx, &dynamodb.UpdateItemInput{
+				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(w.upd),
+				ConditionExpression: aws.String(w.cond.expr), ExpressionAttributeNames: w.cond.names, ExpressionAttributeValues: w.cond.vals,
+			}, rowIs(w.to, a.Epoch, attrEnded, w.now)), nil
+		}
+		items := append([]types.TransactWriteItem{{Update: &types.Update{
+			TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(w.upd),
+			ConditionExpression: aws.String(w.cond.expr), ExpressionAttributeNames: w.cond.names, ExpressionAttributeValues: w.cond.vals,
+		}}}, l.items...)
+		writeErr = e.transact(ctx, items, e.token())
+		again, err := e.endRetry(ctx, l, writeErr, try)
+		if err != nil || !again {
+			return writeErr, err
+		}
+	}
+}
+
+// endRetry decides whether a cancelled end transaction whose own guard held
+// is tried again, and rebuilds its lane's items for that.
+func (e *Engine) endRetry(ctx context.Context, l *endLane, writeErr error, try int) (bool, error) {
+	reasons, ok := cancelReasons(writeErr)
+	if !ok || len(reasons) == 0 || reasons[0] == "ConditionalCheckFailed" {
+		return false, nil
+	}
+	switch {
+	case l.relinkAt > 0 && l.relinks < maxRelinkTries:
+		// A neighbour's links moved (a concurrent end, erasure or enqueue
+		// in the lane): read them again.
+		l.relinks++
+		return true, e.endLaneItems(ctx, l, true)
+	case l.relinkAt > 0:
+		// Links not as a relink needs them, again and again: end as before
+		// relinks existed (the member keeps its prev and the lane walk
+		// follows it).
+		return true, e.endLaneItems(ctx, l, false)
+	case try < 3:
+		// The lane tail moved on (a new action joined the lane): end
+		// without the cleanup.
+		return l.dropRefusedTail(reasons), nil
+	}
+	return false, nil
+}
+
+// dropRefusedTail drops the tail delete when the transaction refused it;
+// false when there was none to drop.
+func (l *endLane) dropRefusedTail(reasons []string) bool {
+	var keep []types.TransactWriteItem
+	for i, it := range l.items {
+		if i+1 == l.tailAt && reasons[i+1] == "ConditionalCheckFailed" {
+			continue
+		}
+		keep = append(keep, it)
+	}
+	if len(keep) == len(l.items) {
+		return false
+	}
+	l.items, l.tailAt = keep, -1
+	return true
 }
 
 // idemTTLSlack is how much later than its action's row an idempotency

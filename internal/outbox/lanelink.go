@@ -201,3 +201,15 @@ func (e *Engine) readTail(ctx context.Context, part int, lid laneID) (int64, err
 	}
 	return getN(out.Item, attrTailSeq), nil
 }
+
+// laneTailDelete deletes a lane's tail (design.md §3.4) while it still
+// names seq: the end of the lane's last live member.
+func (e *Engine) laneTailDelete(lid laneID, part int, seq int64) types.TransactWriteItem {
+	return types.TransactWriteItem{Delete: &types.Delete{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(part), laneSK(lid.ws, lid.lane)),
+		ConditionExpression:       aws.String("#s = :s"),
+		ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(seq)},
+	}}
+}
