@@ -139,132 +139,200 @@ func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err erro
 // found it (readClaimed); it stands in for the consistent read when
 // usableClaimedRow accepts it.
 func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]types.AttributeValue) (attemptReport, error) {
-	a, ok := usableClaimedRow(row, &claimed, e.clk.Now())
-	if !ok {
-		it, err := e.getActionItem(ctx, claimed.ID)
-		if err != nil {
-			return attemptReport{Outcome: OutcomeAbandoned}, nil //nolint:nilerr // erased: nothing to do
-		}
-		a, _ = decodeAction(it)
-		if a.State != StateEXECUTING || a.Epoch != claimed.Epoch || a.Owner != claimed.Owner {
-			return attemptReport{Outcome: OutcomeAbandoned}, nil
-		}
-		a.claimFenced = claimed.claimFenced && a.WriteStartedAt.Equal(claimed.WriteStartedAt)
-		a.reclaimed = claimed.reclaimed
+	a, ok, err := e.attemptRow(ctx, claimed, row)
+	if err != nil || !ok {
+		return attemptReport{Outcome: OutcomeAbandoned}, err
 	}
-	a.followed, a.fenceUntil = claimed.followed, claimed.fenceUntil
 	ad, ok := e.reg.Decodes(a.Kind, a.Variant)
 	if !ok {
 		settled, err := e.release(ctx, &a)
 		return attemptReport{Outcome: OutcomeAbandoned, Settled: settled}, err
 	}
-	spec := ad.Spec()
-	now := e.clk.Now()
-	if a.LeaseExpiresAt.Sub(now) < e.cfg.WriteMargin+e.cfg.ClockSkew {
-		if err := e.leaseRenew(ctx, &a); err != nil {
-			if isCondFailed(err) {
-				e.obs.FenceRefused(&a)
-				return attemptReport{Outcome: OutcomeAbandoned}, nil
-			}
-			return attemptReport{}, fmt.Errorf("error renewing lease of %s: %w", a.ID, err)
-		}
+	held, err := e.leaseForCall(ctx, &a)
+	if err != nil {
+		return attemptReport{}, err
+	}
+	if !held {
+		return attemptReport{Outcome: OutcomeAbandoned}, nil
 	}
 	e.obs.AttemptStarted(&a)
+	st := &attemptRun{ad: ad, spec: ad.Spec(), a: &a, rep: attemptReport{Started: true}}
 	mayHaveWritten := !a.WriteStartedAt.IsZero()
 	if a.claimFenced {
 		// The fence is this claim's own: only an earlier claim's attempt
 		// may have written.
 		mayHaveWritten = a.reclaimed
 	}
-	att := &Attempt{Action: a, Number: a.Attempt, MayHaveWritten: mayHaveWritten}
-	rep := attemptReport{Started: true}
-	res, readBack := Result{}, false
+	st.att = &Attempt{Action: a, Number: a.Attempt, MayHaveWritten: mayHaveWritten}
 
-	if att.MayHaveWritten && spec.Class == ReadBack {
-		readBack = true
-		rb, ok := ad.(ReadBacker)
-		if !ok {
-			res = Result{Outcome: OutcomeUncertain, Err: fmt.Errorf("kind %s reads back but its adapter has no ReadBack", a.Kind)}
-		} else {
-			res = safeCall(spec.Class, true, func() Result { return rb.ReadBack(ctx, att) })
-			if res.Outcome == OutcomeNone && res.Err != nil {
-				// The read-back failed: the effect may still exist.
-				res = Result{Outcome: OutcomeReread, Err: res.Err}
-			}
-			if res.Outcome == OutcomeCancelled && res.StopReason == "" {
-				res.StopReason = StopAbsent
-			}
-		}
-	}
+	res, readBack := e.readBackFirst(ctx, st)
 	if res.Outcome == OutcomeNone {
 		readBack = false
-		if pr, ok := ad.(Preparer); ok {
-			res = safeCall(spec.Class, false, func() Result { return pr.Prepare(ctx, att) })
-			if res.Outcome == OutcomeNone && res.Err != nil {
-				res = Result{Outcome: OutcomeRetry, Err: res.Err}
-			}
-		}
+		res = prepareCall(ctx, st)
 	}
-	if res.Outcome == OutcomeNone {
-		callable := true
-		if a.claimFenced {
-			// The claim set the fence (ADR 0008). Its other guard, enough
-			// lease left for the call, is checked on our own clock, with the
-			// skew bound on top: only the holder extends the lease and
-			// nobody claims before it ends. Prepare may have used it up.
-			now := e.clk.Now()
-			callable = a.LeaseExpiresAt.Sub(now) >= e.cfg.WriteMargin+e.cfg.ClockSkew
-			if !callable {
-				e.obs.FenceRefused(&a)
-			} else if !a.fenceUntil.IsZero() && now.Add(e.cfg.WriteMargin).After(a.fenceUntil) {
-				// The claimer's lease on the claim fence could end during
-				// the call (see nearFenceEnd): given back, uncounted.
-				rep.Outcome = OutcomeAbandoned
-				settled, err := e.release(ctx, &a)
-				rep.Settled = settled
-				return rep, err
-			}
-		} else if err := e.fenceWrite(ctx, &a); err != nil {
-			if isCondFailed(err) {
-				e.obs.FenceRefused(&a)
-				rep.Outcome = OutcomeAbandoned
-				return rep, nil
-			}
-			return rep, fmt.Errorf("error setting write fence of %s: %w", a.ID, err)
+	switch {
+	case res.Outcome == OutcomeNone:
+		var done bool
+		if res, done, err = e.fenceAndCall(ctx, st); done || err != nil {
+			return st.rep, err
 		}
-		rep.Fenced = true
-		att.Action.WriteStartedAt = a.WriteStartedAt
-		if budget := e.callBudget(&a); budget > 0 && callable {
-			xctx, cancel := context.WithTimeout(ctx, budget)
-			res = safeCall(spec.Class, true, func() Result { return ad.Execute(xctx, att) })
-			cancel()
-			res = normalizeResult(spec.Class, true, res)
-		} else if a.claimFenced && a.reclaimed {
-			// Set by a reclaim, the fence also stands for the earlier
-			// claim's attempt, which may have called: it must not go (ADR
-			// 0008, amended). The lease ends after the backoff with the
-			// fence kept, as after a Reread, and the last attempt ends
-			// UNCERTAIN, never FAILED.
-			res = Result{Outcome: OutcomeReread, Err: errNoCallBudget}
-		} else {
-			// The fence landed (or, set by the claim, was still there after
-			// Prepare) with no lease left to call within: nothing was sent,
-			// so the fence goes with a retry. It counts, so a Prepare that
-			// always overruns the lease ends the action in the end.
-			res = Result{Outcome: OutcomeRetry, Err: errNoCallBudget}
-		}
-	} else if !readBack {
-		res = normalizeResult(spec.Class, false, res)
-	} else if res.Outcome == OutcomeReread {
-		res = normalizeResult(spec.Class, true, res)
+	case !readBack:
+		res = normalizeResult(st.spec.Class, false, res)
+	case res.Outcome == OutcomeReread:
+		res = normalizeResult(st.spec.Class, true, res)
 	}
-	rep.Outcome = res.Outcome
+	st.rep.Outcome = res.Outcome
 	d := e.decideAttempt(&a, res)
 	// runGroup starts a member only after the one before it ended.
 	ended, refused, err := e.applyDecision(ctx, &a, d, res, true)
-	rep.Ended = ended
-	rep.Settled = d.Write && !refused && err == nil
-	return rep, err
+	st.rep.Ended = ended
+	st.rep.Settled = d.Write && !refused && err == nil
+	return st.rep, err
+}
+
+// attemptRun is one attempt in progress: the kind's adapter and spec, the
+// action as the attempt holds it, what the adapter sees, and the report.
+type attemptRun struct {
+	ad   Adapter
+	spec KindSpec
+	a    *Action
+	att  *Attempt
+	rep  attemptReport
+}
+
+// attemptRow is the claimed action as the attempt runs it: from the
+// batch's read when usable (usableClaimedRow), else read consistently. ok
+// is false when the action is gone or no longer held by this claim.
+func (e *Engine) attemptRow(ctx context.Context, claimed Action, row map[string]types.AttributeValue) (Action, bool, error) {
+	a, ok := usableClaimedRow(row, &claimed, e.clk.Now())
+	if !ok {
+		it, err := e.getActionItem(ctx, claimed.ID)
+		if err != nil {
+			return Action{}, false, nil //nolint:nilerr // erased: nothing to do
+		}
+		a, _ = decodeAction(it)
+		if a.State != StateEXECUTING || a.Epoch != claimed.Epoch || a.Owner != claimed.Owner {
+			return Action{}, false, nil
+		}
+		a.claimFenced = claimed.claimFenced && a.WriteStartedAt.Equal(claimed.WriteStartedAt)
+		a.reclaimed = claimed.reclaimed
+	}
+	a.followed, a.fenceUntil = claimed.followed, claimed.fenceUntil
+	return a, true, nil
+}
+
+// leaseForCall renews the lease when less than the write margin (and the
+// skew bound) is left; held is false when the renewal was refused (another
+// holder has the action).
+func (e *Engine) leaseForCall(ctx context.Context, a *Action) (held bool, err error) {
+	if a.LeaseExpiresAt.Sub(e.clk.Now()) >= e.cfg.WriteMargin+e.cfg.ClockSkew {
+		return true, nil
+	}
+	if err := e.leaseRenew(ctx, a); err != nil {
+		if isCondFailed(err) {
+			e.obs.FenceRefused(a)
+			return false, nil
+		}
+		return false, fmt.Errorf("error renewing lease of %s: %w", a.ID, err)
+	}
+	return true, nil
+}
+
+// readBackFirst reads back an attempt of a read-back kind that may have
+// written (design.md §6 step 3); readBack says it did.
+func (e *Engine) readBackFirst(ctx context.Context, st *attemptRun) (Result, bool) {
+	if !st.att.MayHaveWritten || st.spec.Class != ReadBack {
+		return Result{}, false
+	}
+	rb, ok := st.ad.(ReadBacker)
+	if !ok {
+		return Result{Outcome: OutcomeUncertain, Err: fmt.Errorf("kind %s reads back but its adapter has no ReadBack", st.a.Kind)}, true
+	}
+	res := safeCall(st.spec.Class, true, func() Result { return rb.ReadBack(ctx, st.att) })
+	if res.Outcome == OutcomeNone && res.Err != nil {
+		// The read-back failed: the effect may still exist.
+		res = Result{Outcome: OutcomeReread, Err: res.Err}
+	}
+	if res.Outcome == OutcomeCancelled && res.StopReason == "" {
+		res.StopReason = StopAbsent
+	}
+	return res, true
+}
+
+// prepareCall runs the kind's Prepare, when it has one; an error is a Retry.
+func prepareCall(ctx context.Context, st *attemptRun) Result {
+	pr, ok := st.ad.(Preparer)
+	if !ok {
+		return Result{}
+	}
+	res := safeCall(st.spec.Class, false, func() Result { return pr.Prepare(ctx, st.att) })
+	if res.Outcome == OutcomeNone && res.Err != nil {
+		res = Result{Outcome: OutcomeRetry, Err: res.Err}
+	}
+	return res
+}
+
+// fenceAndCall passes the write fence (design.md §6 step 4) and calls the
+// adapter within the call budget (step 5). done says the attempt is over
+// without an outcome write: the fence was refused, or a claim-fenced head
+// was given back.
+func (e *Engine) fenceAndCall(ctx context.Context, st *attemptRun) (res Result, done bool, err error) {
+	a := st.a
+	callable := true
+	if a.claimFenced {
+		if callable, done, err = e.claimFenceHolds(ctx, st); done || err != nil {
+			return Result{}, done, err
+		}
+	} else if err := e.fenceWrite(ctx, a); err != nil {
+		if isCondFailed(err) {
+			e.obs.FenceRefused(a)
+			st.rep.Outcome = OutcomeAbandoned
+			return Result{}, true, nil
+		}
+		return Result{}, true, fmt.Errorf("error setting write fence of %s: %w", a.ID, err)
+	}
+	st.rep.Fenced = true
+	st.att.Action.WriteStartedAt = a.WriteStartedAt
+	if budget := e.callBudget(a); budget > 0 && callable {
+		xctx, cancel := context.WithTimeout(ctx, budget)
+		res = safeCall(st.spec.Class, true, func() Result { return st.ad.Execute(xctx, st.att) })
+		cancel()
+		return normalizeResult(st.spec.Class, true, res), false, nil
+	}
+	if a.claimFenced && a.reclaimed {
+		// Set by a reclaim, the fence also stands for the earlier claim's
+		// attempt, which may have called: it must not go (design.md §7.2).
+		// The lease ends after the backoff with the fence kept, as after a
+		// Reread, and the last attempt ends UNCERTAIN, never FAILED.
+		return Result{Outcome: OutcomeReread, Err: errNoCallBudget}, false, nil
+	}
+	// The fence landed (or, set by the claim, was still there after
+	// Prepare) with no lease left to call within: nothing was sent, so the
+	// fence goes with a retry. It counts, so a Prepare that always overruns
+	// the lease ends the action in the end.
+	return Result{Outcome: OutcomeRetry, Err: errNoCallBudget}, false, nil
+}
+
+// claimFenceHolds checks the other guard of a fence the claim set (design.md
+// §5): enough lease left for the call, on our own clock with the skew bound
+// on top (only the holder extends the lease and nobody claims before it
+// ends; Prepare may have used it up). done: the claimer's lease on the claim
+// fence could end during the call (see nearFenceEnd), so the action is
+// given back, uncounted.
+func (e *Engine) claimFenceHolds(ctx context.Context, st *attemptRun) (callable, done bool, err error) {
+	a := st.a
+	now := e.clk.Now()
+	if a.LeaseExpiresAt.Sub(now) < e.cfg.WriteMargin+e.cfg.ClockSkew {
+		e.obs.FenceRefused(a)
+		return false, false, nil
+	}
+	if !a.fenceUntil.IsZero() && now.Add(e.cfg.WriteMargin).After(a.fenceUntil) {
+		st.rep.Outcome = OutcomeAbandoned
+		settled, err := e.release(ctx, a)
+		st.rep.Settled = settled
+		return false, true, err
+	}
+	return true, false, nil
 }
 
 // decideAttempt maps an attempt's result to its write: decide, and for a
@@ -307,70 +375,23 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		return false, false, nil
 	}
 	if d.To.Ended() {
-		c := condHeld(a.Epoch, a.Owner)
-		if d.Deferral != nil {
-			c = c.and(condDeferral(d.Deferral))
-		}
-		_, err := e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: c, Result: res, InOrder: inOrder})
-		if err != nil {
-			if isCondFailed(err) {
-				e.obs.FenceRefused(a)
-				return false, true, nil
-			}
-			return false, false, err
-		}
-		return true, false, nil
+		return e.applyEnd(ctx, a, d, res, inOrder)
 	}
-	now := e.clk.Now().UTC()
-	at := now.Add(d.Wait)
+	at := e.clk.Now().UTC().Add(d.Wait)
 	c := condHeld(a.Epoch, a.Owner).and(cond{
 		names: map[string]string{"#lx": attrLease, "#own": attrOwner},
 		vals:  map[string]types.AttributeValue{":at": avMs(at)},
 	})
 	var upd string
+	settled := rowIs(StateADMITTED, a.Epoch, attrNext, at)
 	switch d.To {
 	case StateADMITTED:
-		// A retry moves the row to its next due time in the index, so
-		// claims do not read past rows that wait.
-		// The row goes back into the due index (a claim took it out,
-		// ADR 0009): one index insert.
-		upd = "SET #st = :adm, #nat = :at, #dpk = :dpk, #dsk = :dsk"
-		c.names["#st"], c.names["#nat"], c.names["#wsa"], c.names["#dsk"] = attrState, attrNext, attrWrite, attrDueSK
-		c.names["#dpk"], c.vals[":dpk"] = attrDuePK, avS(duePK(a.Partition))
-		c.vals[":adm"], c.vals[":dsk"] = avS(string(StateADMITTED)), avS(timeSK(at, a.Seq))
-		if d.Uncount {
-			upd += ", #att = #att - :one"
-			c.names["#att"] = attrAttempt
-			c.vals[":one"] = avN(1)
-		}
-		if d.Deferral != nil {
-			// The streak grows by one, within its bounds (the condition).
-			upd += ", #dfn = if_not_exists(#dfn, :zero) + :one, #dfs = if_not_exists(#dfs, :dsince)"
-			c = c.and(condDeferral(d.Deferral))
-			c.vals[":zero"], c.vals[":one"], c.vals[":dsince"] = avN(0), avN(1), avMs(d.Deferral.Since)
-			upd += " REMOVE #lx, #own, #wsa"
-		} else {
-			// Any other answer of the provider ends a streak of deferrals.
-			upd += " REMOVE #lx, #own, #wsa, #dfn, #dfs"
-			c.names["#dfn"], c.names["#dfs"] = attrDefers, attrDeferAt
-		}
+		upd, c = backToAdmitted(a, d, at, c)
 	case StateEXECUTING:
-		// Reread: keep the fence; the lease ends after the wait and the
-		// next claim reads back first. The row moves to the end of its wait
-		// in the due index, so a storm of rereads does not sit in front of
-		// claimable work (claims read the index from its oldest end).
-		// It re-enters due at its lease expiry (ADR 0009), where claims and
-		// the reaper find it, with its projected state EXECUTING.
-		upd = "SET #lx = :at, #dpk = :dpk, #dsk = :dsk REMOVE #own, #dfn, #dfs"
-		c.names["#dsk"], c.names["#dpk"] = attrDueSK, attrDuePK
-		c.names["#dfn"], c.names["#dfs"] = attrDefers, attrDeferAt
-		c.vals[":dsk"], c.vals[":dpk"] = avS(timeSK(at, a.Seq)), avS(duePK(a.Partition))
+		upd, c = rereadWait(a, at, c)
+		settled = rowIs(StateEXECUTING, a.Epoch, attrLease, at)
 	default:
 		return false, false, fmt.Errorf("outbox: no write for decision to %s", d.To)
-	}
-	settled := rowIs(StateADMITTED, a.Epoch, attrNext, at)
-	if d.To == StateEXECUTING {
-		settled = rowIs(StateEXECUTING, a.Epoch, attrLease, at)
 	}
 	err = e.updateSettled(ctx, &dynamodb.UpdateItemInput{
 		TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
@@ -384,6 +405,61 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		return false, false, fmt.Errorf("error writing %s outcome of %s: %w", res.Outcome, a.ID, err)
 	}
 	return false, false, nil
+}
+
+// applyEnd ends the action as decided, guarded by the claim (and the
+// deferral bounds, when a deferral ends it).
+func (e *Engine) applyEnd(ctx context.Context, a *Action, d decision, res Result, inOrder bool) (ended, refused bool, err error) {
+	c := condHeld(a.Epoch, a.Owner)
+	if d.Deferral != nil {
+		c = c.and(condDeferral(d.Deferral))
+	}
+	_, err = e.end(ctx, a, endParams{To: d.To, Reason: d.Reason, Ref: res.ReadbackRef, Cond: c, Result: res, InOrder: inOrder})
+	if err != nil {
+		if isCondFailed(err) {
+			e.obs.FenceRefused(a)
+			return false, true, nil
+		}
+		return false, false, err
+	}
+	return true, false, nil
+}
+
+// backToAdmitted is the write of a Retry or Defer (design.md §7.2): ADMITTED
+// again at its next due time in the due index (a claim took it out: one
+// index insert), so claims do not read past rows that wait; the fence goes.
+// A Defer gives the attempt back and grows its streak of deferrals within
+// their bounds (the condition); any other answer ends the streak.
+func backToAdmitted(a *Action, d decision, at time.Time, c cond) (string, cond) {
+	upd := "SET #st = :adm, #nat = :at, #dpk = :dpk, #dsk = :dsk"
+	c.names["#st"], c.names["#nat"], c.names["#wsa"], c.names["#dsk"] = attrState, attrNext, attrWrite, attrDueSK
+	c.names["#dpk"], c.vals[":dpk"] = attrDuePK, avS(duePK(a.Partition))
+	c.vals[":adm"], c.vals[":dsk"] = avS(string(StateADMITTED)), avS(timeSK(at, a.Seq))
+	if d.Uncount {
+		upd += ", #att = #att - :one"
+		c.names["#att"] = attrAttempt
+		c.vals[":one"] = avN(1)
+	}
+	if d.Deferral != nil {
+		upd += ", #dfn = if_not_exists(#dfn, :zero) + :one, #dfs = if_not_exists(#dfs, :dsince)"
+		c = c.and(condDeferral(d.Deferral))
+		c.vals[":zero"], c.vals[":one"], c.vals[":dsince"] = avN(0), avN(1), avMs(d.Deferral.Since)
+		return upd + " REMOVE #lx, #own, #wsa", c
+	}
+	c.names["#dfn"], c.names["#dfs"] = attrDefers, attrDeferAt
+	return upd + " REMOVE #lx, #own, #wsa, #dfn, #dfs", c
+}
+
+// rereadWait is the write of a Reread (design.md §7.2): the fence stays; the
+// lease ends after the wait and the next claim reads back first. The row
+// re-enters the due index at its lease expiry, where claims and the reaper
+// find it (EXECUTING), at the end of its wait so that a storm of rereads
+// does not sit in front of claimable work.
+func rereadWait(a *Action, at time.Time, c cond) (string, cond) {
+	c.names["#dsk"], c.names["#dpk"] = attrDueSK, attrDuePK
+	c.names["#dfn"], c.names["#dfs"] = attrDefers, attrDeferAt
+	c.vals[":dsk"], c.vals[":dpk"] = avS(timeSK(at, a.Seq)), avS(duePK(a.Partition))
+	return "SET #lx = :at, #dpk = :dpk, #dsk = :dsk REMOVE #own, #dfn, #dfs", c
 }
 
 // ErrNotHeld is returned by AttemptFinish when the write's condition refused
