@@ -118,53 +118,80 @@ func (c Config) WithDefaults() Config {
 // can put its own flag or variable names in their place
 // (ValidationError.Named).
 func (c Config) Validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+	for _, check := range []func() error{c.validateShape, c.validateTiming, c.validateLimits} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// fieldRefused is a refused Config field.
+func fieldRefused(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// validateShape checks the table and its partitions.
+func (c Config) validateShape() error {
 	switch {
 	case c.Table == "":
-		return bad("Table", "Table is required (the table's name)")
+		return fieldRefused("Table", "Table is required (the table's name)")
 	case c.Partitions < 1 || c.Partitions > 4096:
-		return bad("Partitions", "Partitions must be between 1 and 4096, got %d", c.Partitions)
+		return fieldRefused("Partitions", "Partitions must be between 1 and 4096, got %d", c.Partitions)
+	}
+	return nil
+}
+
+// validateTiming checks the timing rules (design.md §13): the lease, the
+// write margin and the clock skew.
+func (c Config) validateTiming() error {
+	switch {
 	case c.Lease < time.Second:
-		return bad("Lease", "Lease must be at least 1s, got %s", c.Lease)
+		return fieldRefused("Lease", "Lease must be at least 1s, got %s", c.Lease)
 	case c.WriteMargin <= 0:
-		return bad("WriteMargin", "WriteMargin must be positive, got %s", c.WriteMargin)
+		return fieldRefused("WriteMargin", "WriteMargin must be positive, got %s", c.WriteMargin)
 	case c.WriteMargin >= c.Lease:
-		return bad("WriteMargin", "WriteMargin (%s) must be shorter than Lease (%s): lower WriteMargin below %s or raise Lease above %s",
+		return fieldRefused("WriteMargin", "WriteMargin (%s) must be shorter than Lease (%s): lower WriteMargin below %s or raise Lease above %s",
 			c.WriteMargin, c.Lease, c.Lease, c.WriteMargin)
 	case c.ClockSkew < 0:
-		return bad("ClockSkew", "ClockSkew must not be negative, got %s", c.ClockSkew)
+		return fieldRefused("ClockSkew", "ClockSkew must not be negative, got %s", c.ClockSkew)
 	case c.ClockSkew >= c.WriteMargin:
-		return bad("ClockSkew", "ClockSkew (%s) must be shorter than WriteMargin (%s): a provider call gets WriteMargin less ClockSkew; lower ClockSkew below %s or raise WriteMargin above %s",
+		return fieldRefused("ClockSkew", "ClockSkew (%s) must be shorter than WriteMargin (%s): a provider call gets WriteMargin less ClockSkew; lower ClockSkew below %s or raise WriteMargin above %s",
 			c.ClockSkew, c.WriteMargin, c.WriteMargin, c.ClockSkew)
 	case c.WriteMargin+c.ClockSkew >= c.Lease:
 		// A claim that set the write fence (an idempotent receiver) calls
 		// only with WriteMargin plus ClockSkew of its lease left.
-		return bad("Lease", "Lease (%s) must be longer than WriteMargin (%s) plus ClockSkew (%s): raise Lease above %s, or lower WriteMargin or ClockSkew",
+		return fieldRefused("Lease", "Lease (%s) must be longer than WriteMargin (%s) plus ClockSkew (%s): raise Lease above %s, or lower WriteMargin or ClockSkew",
 			c.Lease, c.WriteMargin, c.ClockSkew, c.WriteMargin+c.ClockSkew)
+	}
+	return nil
+}
+
+// validateLimits checks retries, batch, attempts, retention and sizes.
+func (c Config) validateLimits() error {
+	switch {
 	case c.RetryBase <= 0:
-		return bad("RetryBase", "RetryBase must be positive, got %s", c.RetryBase)
+		return fieldRefused("RetryBase", "RetryBase must be positive, got %s", c.RetryBase)
 	case c.RetryCap < c.RetryBase:
-		return bad("RetryCap", "RetryCap (%s) cannot be shorter than RetryBase (%s)", c.RetryCap, c.RetryBase)
+		return fieldRefused("RetryCap", "RetryCap (%s) cannot be shorter than RetryBase (%s)", c.RetryCap, c.RetryBase)
 	case c.BatchSize < 1 || c.BatchSize > MaxTransactItems-1:
-		return bad("BatchSize", "BatchSize must be between 1 and %d (one transaction item is the claim fence check), got %d", MaxTransactItems-1, c.BatchSize)
+		return fieldRefused("BatchSize", "BatchSize must be between 1 and %d (one transaction item is the claim fence check), got %d", MaxTransactItems-1, c.BatchSize)
 	case c.MaxAttempts < 1:
-		return bad("MaxAttempts", "MaxAttempts must be at least 1, got %d", c.MaxAttempts)
+		return fieldRefused("MaxAttempts", "MaxAttempts must be at least 1, got %d", c.MaxAttempts)
 	case c.Retention < time.Hour:
-		return bad("Retention", "Retention must be at least 1h, got %s", c.Retention)
+		return fieldRefused("Retention", "Retention must be at least 1h, got %s", c.Retention)
 	case c.RowCap < 1:
-		return bad("RowCap", "RowCap must be at least 1, got %d", c.RowCap)
+		return fieldRefused("RowCap", "RowCap must be at least 1, got %d", c.RowCap)
 	case c.StuckAfter <= 0:
-		return bad("StuckAfter", "StuckAfter must be positive, got %s", c.StuckAfter)
+		return fieldRefused("StuckAfter", "StuckAfter must be positive, got %s", c.StuckAfter)
 	case c.MaxPayload < 1 || c.MaxPayload > 350*1024:
-		return bad("MaxPayload", "MaxPayload must be between 1 and %d bytes (the 400 KB item limit leaves room for attributes), got %d", 350*1024, c.MaxPayload)
+		return fieldRefused("MaxPayload", "MaxPayload must be between 1 and %d bytes (the 400 KB item limit leaves room for attributes), got %d", 350*1024, c.MaxPayload)
 	case c.SeqBlock < 1 || c.SeqBlock > 10000:
-		return bad("SeqBlock", "SeqBlock must be between 1 and 10000, got %d", c.SeqBlock)
+		return fieldRefused("SeqBlock", "SeqBlock must be between 1 and 10000, got %d", c.SeqBlock)
 	case c.MaxDeferrals < 1 || c.MaxDeferrals > 10000:
-		return bad("MaxDeferrals", "MaxDeferrals must be between 1 and 10000, got %d", c.MaxDeferrals)
+		return fieldRefused("MaxDeferrals", "MaxDeferrals must be between 1 and 10000, got %d", c.MaxDeferrals)
 	case c.MaxDeferTime < c.RetryBase:
-		return bad("MaxDeferTime", "MaxDeferTime (%s) cannot be shorter than RetryBase (%s)", c.MaxDeferTime, c.RetryBase)
+		return fieldRefused("MaxDeferTime", "MaxDeferTime (%s) cannot be shorter than RetryBase (%s)", c.MaxDeferTime, c.RetryBase)
 	}
 	return nil
 }
