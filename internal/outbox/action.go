@@ -91,18 +91,26 @@ type Action struct {
 	Deferrals      int             // deferrals in a row since the provider last answered otherwise
 	DeferredSince  time.Time       // when the first of those deferrals was written; zero when none
 
-	// followed: a later member of the action's lane was claimed behind it
-	// in the same group, so the action is not its lane's tail and its end
-	// need not read the tail (ADR 0005). Set by the drainer only.
-	followed bool
-	// claimFenced: the claim itself set the write fence (WriteStartedAt is
-	// the claim's time): an idempotent-receiver action claimed at the head
-	// of its lane group (ADR 0008). Set by Claim only.
-	claimFenced bool
+	// claim is what the claim that took the action, and the drainer that
+	// runs it, know beyond its row; zero outside a claim.
+	claim claimMarks
+}
+
+// claimMarks are a claimed action's marks (design.md §5, §6): set by Claim
+// and by the drainer, read by the attempt and the end.
+type claimMarks struct {
+	// fenced: the claim itself set the write fence (WriteStartedAt is the
+	// claim's time): an idempotent-receiver action claimed at the head of
+	// its lane group.
+	fenced bool
 	// reclaimed: the claim took the action from EXECUTING (an earlier
 	// claim's lease ran out), so an earlier attempt may have written.
 	reclaimed bool
+	// followed: a later member of the action's lane was claimed behind it
+	// in the same group, so the action is not its lane's tail and its end
+	// need not read the tail (design.md §7.1). Set by the drainer.
+	followed bool
 	// fenceUntil: when the claimer's lease on the partition's claim fence
-	// ends (zero when unknown). Set by the drainer only.
+	// ends (zero when unknown). Set by the drainer.
 	fenceUntil time.Time
 }

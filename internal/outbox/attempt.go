@@ -97,7 +97,7 @@ func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err erro
 		names: map[string]string{"#lx": attrLease, "#dpk": attrDuePK, "#dsk": attrDueSK},
 		vals:  map[string]types.AttributeValue{":dpk": avS(duePK(a.Partition))},
 	})
-	if a.WriteStartedAt.IsZero() || (a.claimFenced && !a.reclaimed) {
+	if a.WriteStartedAt.IsZero() || (a.claim.fenced && !a.claim.reclaimed) {
 		// Back where it was due when claimed (the index's order is the
 		// claims' order, DESIGN.md §5.5).
 		at := a.NextAttemptAt
@@ -108,7 +108,7 @@ func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err erro
 		c.names["#st"], c.names["#att"], c.names["#nat"] = attrState, attrAttempt, attrNext
 		c.vals[":adm"], c.vals[":one"], c.vals[":nat"] = avS(string(StateADMITTED)), avN(1), avMs(at)
 		c.vals[":dsk"] = avS(timeSK(at, a.Seq))
-		if a.claimFenced {
+		if a.claim.fenced {
 			upd += ", #wsa"
 			c = c.and(cond{expr: "#wsa = :mywsa", names: map[string]string{"#wsa": attrWrite},
 				vals: map[string]types.AttributeValue{":mywsa": avMs(a.WriteStartedAt)}})
@@ -158,10 +158,10 @@ func (e *Engine) runAttempt(ctx context.Context, claimed Action, row map[string]
 	e.obs.AttemptStarted(&a)
 	st := &attemptRun{ad: ad, spec: ad.Spec(), a: &a, rep: attemptReport{Started: true}}
 	mayHaveWritten := !a.WriteStartedAt.IsZero()
-	if a.claimFenced {
+	if a.claim.fenced {
 		// The fence is this claim's own: only an earlier claim's attempt
 		// may have written.
-		mayHaveWritten = a.reclaimed
+		mayHaveWritten = a.claim.reclaimed
 	}
 	st.att = &Attempt{Action: a, Number: a.Attempt, MayHaveWritten: mayHaveWritten}
 
@@ -214,10 +214,10 @@ func (e *Engine) attemptRow(ctx context.Context, claimed Action, row map[string]
 		if a.State != StateEXECUTING || a.Epoch != claimed.Epoch || a.Owner != claimed.Owner {
 			return Action{}, false, nil
 		}
-		a.claimFenced = claimed.claimFenced && a.WriteStartedAt.Equal(claimed.WriteStartedAt)
-		a.reclaimed = claimed.reclaimed
+		a.claim.fenced = claimed.claim.fenced && a.WriteStartedAt.Equal(claimed.WriteStartedAt)
+		a.claim.reclaimed = claimed.claim.reclaimed
 	}
-	a.followed, a.fenceUntil = claimed.followed, claimed.fenceUntil
+	a.claim.followed, a.claim.fenceUntil = claimed.claim.followed, claimed.claim.fenceUntil
 	return a, true, nil
 }
 
@@ -279,7 +279,7 @@ func prepareCall(ctx context.Context, st *attemptRun) Result {
 func (e *Engine) fenceAndCall(ctx context.Context, st *attemptRun) (res Result, done bool, err error) {
 	a := st.a
 	callable := true
-	if a.claimFenced {
+	if a.claim.fenced {
 		if callable, done, err = e.claimFenceHolds(ctx, st); done || err != nil {
 			return Result{}, done, err
 		}
@@ -299,7 +299,7 @@ func (e *Engine) fenceAndCall(ctx context.Context, st *attemptRun) (res Result, 
 		cancel()
 		return normalizeResult(st.spec.Class, true, res), false, nil
 	}
-	if a.claimFenced && a.reclaimed {
+	if a.claim.fenced && a.claim.reclaimed {
 		// Set by a reclaim, the fence also stands for the earlier claim's
 		// attempt, which may have called: it must not go (design.md §7.2).
 		// The lease ends after the backoff with the fence kept, as after a
@@ -326,7 +326,7 @@ func (e *Engine) claimFenceHolds(ctx context.Context, st *attemptRun) (callable,
 		e.obs.FenceRefused(a)
 		return false, false, nil
 	}
-	if !a.fenceUntil.IsZero() && now.Add(e.cfg.WriteMargin).After(a.fenceUntil) {
+	if !a.claim.fenceUntil.IsZero() && now.Add(e.cfg.WriteMargin).After(a.claim.fenceUntil) {
 		st.rep.Outcome = OutcomeAbandoned
 		settled, err := e.release(ctx, a)
 		st.rep.Settled = settled

@@ -428,9 +428,9 @@ func claimFences(c candidate, mi int) bool {
 // claim-fenced head, and whether an earlier claim's attempt may have
 // written (the action was taken from EXECUTING).
 func markClaimFence(a *Action, c candidate, mi int, now time.Time) {
-	a.reclaimed = c.a.State == StateEXECUTING
+	a.claim.reclaimed = c.a.State == StateEXECUTING
 	if claimFences(c, mi) {
-		a.claimFenced = true
+		a.claim.fenced = true
 		a.WriteStartedAt = time.UnixMilli(now.UnixMilli()).UTC()
 	}
 }

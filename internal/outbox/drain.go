@@ -226,7 +226,7 @@ func (e *Engine) runGroups(ctx context.Context, groups [][]Action, rows map[int6
 
 func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[string]types.AttributeValue, p DrainParams, res *DrainResult) error {
 	for i := 0; i < len(g); i++ {
-		if ctx.Err() != nil || e.nearDeadline(p) || (g[i].claimFenced && e.nearFenceEnd(p)) {
+		if ctx.Err() != nil || e.nearDeadline(p) || (g[i].claim.fenced && e.nearFenceEnd(p)) {
 			return e.releaseRest(ctx, g[i:], p.hold, res)
 		}
 		// The members waiting behind this one keep valid leases: renew those
@@ -241,8 +241,8 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[st
 		}
 		// A member behind this one stays live (run, released or waiting):
 		// this one is not the lane's tail (design.md §7.1).
-		g[i].followed = i+1 < len(g)
-		g[i].fenceUntil = p.fenceUntil
+		g[i].claim.followed = i+1 < len(g)
+		g[i].claim.fenceUntil = p.fenceUntil
 		rep, err := e.runAttempt(ctx, g[i], rows[g[i].Seq])
 		if rep.Started {
 			res.Started++
@@ -373,7 +373,7 @@ func (e *Engine) RunNow(ctx context.Context, id string) (*Action, error) {
 		return nil, err
 	}
 	if cr.Claimed == 1 {
-		cr.Groups[0][0].fenceUntil = until
+		cr.Groups[0][0].claim.fenceUntil = until
 		rep, err := e.runAttempt(ctx, cr.Groups[0][0], nil)
 		if err != nil {
 			return nil, err

@@ -201,7 +201,7 @@ func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) erro
 	}
 	// A member followed by a later live member of its lane is not the
 	// lane's tail: no tail to read or clean up (design.md §7.1).
-	if a.followed {
+	if a.claim.followed {
 		return nil
 	}
 	lid := laneID{a.WorkspaceID, a.LaneKey}

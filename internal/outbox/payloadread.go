@@ -120,7 +120,7 @@ func usableClaimedRow(it map[string]types.AttributeValue, claimed *Action, now t
 	if it == nil || !has(it, attrKind) || !has(it, attrPayload) {
 		return Action{}, false
 	}
-	if has(it, attrWrite) && !(claimed.claimFenced && getMs(it, attrWrite).Equal(claimed.WriteStartedAt)) {
+	if has(it, attrWrite) && !(claimed.claim.fenced && getMs(it, attrWrite).Equal(claimed.WriteStartedAt)) {
 		return Action{}, false
 	}
 	if has(it, attrTTL) && getN(it, attrTTL) < now.Unix() {
@@ -137,6 +137,6 @@ func usableClaimedRow(it map[string]types.AttributeValue, claimed *Action, now t
 		return Action{}, false
 	}
 	a.State, a.Epoch, a.Attempt, a.Owner, a.LeaseExpiresAt = StateEXECUTING, claimed.Epoch, claimed.Attempt, claimed.Owner, claimed.LeaseExpiresAt
-	a.WriteStartedAt, a.claimFenced, a.reclaimed = claimed.WriteStartedAt, claimed.claimFenced, claimed.reclaimed
+	a.WriteStartedAt, a.claim.fenced, a.claim.reclaimed = claimed.WriteStartedAt, claimed.claim.fenced, claimed.claim.reclaimed
 	return a, true
 }

@@ -102,13 +102,13 @@ func TestClaimFencedReleaseKeepsFenceOnlyAfterReclaim(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, cr.Claimed)
 		a := cr.Groups[0][0]
-		require.True(t, a.claimFenced)
+		require.True(t, a.claim.fenced)
 		return a
 	}
 
 	// Claimed from ADMITTED and given back: uncounted, fence gone.
 	a := claim("d1")
-	require.False(t, a.reclaimed)
+	require.False(t, a.claim.reclaimed)
 	settled, err := e.release(ctx, &a)
 	require.NoError(t, err)
 	require.True(t, settled)
@@ -124,7 +124,7 @@ func TestClaimFencedReleaseKeepsFenceOnlyAfterReclaim(t *testing.T) {
 	claim("d2")
 	clk.Advance(6 * time.Minute)
 	b := claim("d3")
-	require.True(t, b.reclaimed)
+	require.True(t, b.claim.reclaimed)
 	settled, err = e.release(ctx, &b)
 	require.NoError(t, err)
 	require.True(t, settled)
