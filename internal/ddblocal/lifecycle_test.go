@@ -137,3 +137,19 @@ func TestTableStatusDelayDefaultsToZero(t *testing.T) {
 	require.Equal(t, types.TableStatusActive, out.TableDescription.TableStatus)
 	require.NoError(t, putPK(db, "a"))
 }
+
+// TestRestartEndsTransientStates: a table still CREATING when its engine
+// stopped is ACTIVE when the data directory is opened again.
+func TestRestartEndsTransientStates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clk := clock.NewManual(epoch)
+	db, err := ddblocal.Open(dir, ddblocal.WithClock(clk), ddblocal.WithTableStatusDelay(time.Hour))
+	require.NoError(t, err)
+	createLifecycleTable(t, db)
+	ddblocal.CrashForTest(db)
+	db, err = ddblocal.Open(dir, ddblocal.WithClock(clk), ddblocal.WithTableStatusDelay(time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, putPK(db, "a"))
+	require.NoError(t, db.Close())
+}

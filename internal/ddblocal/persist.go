@@ -335,7 +335,15 @@ func (db *DB) load(dir string) (Recovery, uint64, error) {
 	rec.Tables = len(db.tables)
 	for _, t := range db.tables {
 		rec.Items += int64(t.items.Len())
+		// A table is ACTIVE after a restart: CREATING, UPDATING and a
+		// backfilling index end with the process that began them (the
+		// replay's pinned clock may leave them in the future).
+		t.lifecycle = lifecycle{}
+		for _, ix := range t.indexes {
+			ix.activeAt = time.Time{}
+		}
 	}
+	clear(db.deleting)
 	return rec, top, nil
 }
 
