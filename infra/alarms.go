@@ -32,7 +32,19 @@ const (
 	MetricClaimedDepth   = "ClaimedDepth"   // Count [Stack] (total) and [Stack, Partition]
 	MetricStuckLaneHeads = "StuckLaneHeads" // Count [Stack] (total) and [Stack, Partition]
 	MetricOldestDueAge   = "OldestDueAge"   // Seconds [Stack] (oldest) and [Stack, Partition]
+	// The sesevents function's (internal/handlers): SES events recorded as
+	// delivery evidence, dropped, and UNCERTAIN emails they confirmed.
+	MetricDeliveryEvents        = "DeliveryEvents"        // Count [Stack, Status]
+	MetricDeliveryEventsDropped = "DeliveryEventsDropped" // Count [Stack, Reason]
+	MetricUncertainConfirmed    = "UncertainConfirmed"    // Count [Stack, Kind]
 )
+
+// groupQuery is a Metrics Insights query summing one stack's metric
+// counted per dim, one line per value of dim.
+func groupQuery(stack, metric, dim string) string {
+	return fmt.Sprintf(`SELECT SUM(%s) FROM SCHEMA("%s", %s, %s) WHERE %s = '%s' GROUP BY %s`,
+		metric, MetricNamespace, dim, MetricDimensionStack, MetricDimensionStack, stack, dim)
+}
 
 // alarmPeriod is every alarm's period.
 var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))

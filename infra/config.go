@@ -139,8 +139,10 @@ func (c Config) Props() (Props, error) {
 			size = &p.Functions.Reaper
 		case FunctionRetention:
 			size = &p.Functions.Retention
+		case FunctionSESEvents:
+			size = &p.Functions.SESEvents
 		default:
-			errs = append(errs, fmt.Errorf("functions.%s: no such function (enqueue, drainer, reaper, retention)", name))
+			errs = append(errs, fmt.Errorf("functions.%s: no such function (enqueue, drainer, reaper, retention, sesevents)", name))
 			continue
 		}
 		size.MemoryMB = f.MemoryMB

@@ -97,6 +97,15 @@ func (s *Stack) newDashboard() {
 					s.tableOperationsMetric("SystemErrors", "system errors", dashboardPeriod),
 				}, nil),
 			},
+			{
+				// What SES reported about Ferry emails (sesevents), and how
+				// many UNCERTAIN emails it showed went out after all.
+				graph("Email: SES events recorded, by status",
+					[]awscloudwatch.IMetric{query("events", groupQuery(stack, MetricDeliveryEvents, "Status"))}, nil),
+				graph("Email: uncertain emails confirmed, SES events dropped",
+					[]awscloudwatch.IMetric{query("uncertain confirmed", kindQuery(stack, MetricUncertainConfirmed))},
+					[]awscloudwatch.IMetric{query("dropped", groupQuery(stack, MetricDeliveryEventsDropped, "Reason"))}),
+			},
 		},
 	})
 }

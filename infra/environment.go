@@ -99,7 +99,7 @@ func FunctionEnvironment(fn FunctionName, p *Props, table, stack string) (map[st
 		if p.SESConfigurationSet != "" {
 			env[EnvSESConfigurationSet] = p.SESConfigurationSet
 		}
-	case FunctionReaper, FunctionRetention:
+	case FunctionReaper, FunctionRetention, FunctionSESEvents:
 	default:
 		return nil, fmt.Errorf("unknown function %q", fn)
 	}

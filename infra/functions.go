@@ -24,10 +24,11 @@ const (
 	FunctionDrainer   FunctionName = "drainer"
 	FunctionReaper    FunctionName = "reaper"
 	FunctionRetention FunctionName = "retention"
+	FunctionSESEvents FunctionName = "sesevents"
 )
 
 // Functions lists the functions in the order the stack declares them.
-var Functions = []FunctionName{FunctionEnqueue, FunctionDrainer, FunctionReaper, FunctionRetention}
+var Functions = []FunctionName{FunctionEnqueue, FunctionDrainer, FunctionReaper, FunctionRetention, FunctionSESEvents}
 
 // The runtime every function uses: a Go binary named bootstrap on the
 // OS-only runtime, built for Graviton.
@@ -46,6 +47,7 @@ var descriptions = map[FunctionName]string{
 	FunctionDrainer:   "Ferry drainer: claims due actions and carries them out",
 	FunctionReaper:    "Ferry reaper: ends lost leases, expires actions, publishes backlog gauges",
 	FunctionRetention: "Ferry retention: deletes ended actions past TTL or the row cap, serves erasure",
+	FunctionSESEvents: "Ferry SES events: records SES delivery events of Ferry emails beside their actions",
 }
 
 // size returns fn's memory and timeout from the props.
@@ -57,6 +59,8 @@ func (p *Props) size(fn FunctionName) FunctionSize {
 		return p.Functions.Drainer
 	case FunctionReaper:
 		return p.Functions.Reaper
+	case FunctionSESEvents:
+		return p.Functions.SESEvents
 	default:
 		return p.Functions.Retention
 	}
@@ -109,7 +113,13 @@ func (s *Stack) newFunction(fn FunctionName, assetDir string) error {
 		Environment:  jsiiMap(env),
 		Tracing:      awslambda.Tracing_ACTIVE,
 	}
-	if fn != FunctionEnqueue {
+	switch fn {
+	case FunctionEnqueue:
+	case FunctionSESEvents:
+		// An SES event is delivered once: a failed recording (DynamoDB
+		// unavailable) is retried by Lambda, twice, minutes apart.
+		fp.RetryAttempts = jsii.Number(2)
+	default:
 		// Scheduled invocations are asynchronous: the next tick retries, so
 		// Lambda's own retries would only pile work up.
 		fp.RetryAttempts = jsii.Number(0)

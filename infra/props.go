@@ -35,12 +35,14 @@ type FunctionSize struct {
 	Timeout  time.Duration
 }
 
-// FunctionSizes holds the four functions' sizes.
+// FunctionSizes holds the functions' sizes.
 type FunctionSizes struct {
 	Enqueue   FunctionSize
 	Drainer   FunctionSize
 	Reaper    FunctionSize
 	Retention FunctionSize
+	// SESEvents records SES's delivery events of Ferry emails.
+	SESEvents FunctionSize
 }
 
 // AlarmThresholds are the levels at which the stack's alarms fire. Counts are
@@ -203,6 +205,7 @@ var DefaultFunctionSizes = FunctionSizes{
 	Drainer:   FunctionSize{MemoryMB: 512, Timeout: 2 * time.Minute},
 	Reaper:    FunctionSize{MemoryMB: 256, Timeout: 55 * time.Second},
 	Retention: FunctionSize{MemoryMB: 256, Timeout: 5 * time.Minute},
+	SESEvents: FunctionSize{MemoryMB: 128, Timeout: 30 * time.Second},
 }
 
 // DefaultAlarmThresholds are the alarms' default thresholds.
@@ -255,6 +258,7 @@ func (p Props) WithDefaults() Props {
 		{&p.Functions.Drainer, DefaultFunctionSizes.Drainer},
 		{&p.Functions.Reaper, DefaultFunctionSizes.Reaper},
 		{&p.Functions.Retention, DefaultFunctionSizes.Retention},
+		{&p.Functions.SESEvents, DefaultFunctionSizes.SESEvents},
 	} {
 		setInt(&f.v.MemoryMB, f.d.MemoryMB)
 		setDur(&f.v.Timeout, f.d.Timeout)
@@ -374,7 +378,7 @@ func (p *Props) Validate() error {
 	for _, f := range []struct {
 		name string
 		size FunctionSize
-	}{{"Enqueue", p.Functions.Enqueue}, {"Drainer", p.Functions.Drainer}, {"Reaper", p.Functions.Reaper}, {"Retention", p.Functions.Retention}} {
+	}{{"Enqueue", p.Functions.Enqueue}, {"Drainer", p.Functions.Drainer}, {"Reaper", p.Functions.Reaper}, {"Retention", p.Functions.Retention}, {"SESEvents", p.Functions.SESEvents}} {
 		if f.size.Timeout <= 0 || f.size.Timeout > maxLambdaTimeout || f.size.Timeout%time.Second != 0 {
 			bad("Functions.%s.Timeout (%s) must be whole seconds between 1s and %s", f.name, fmtDur(f.size.Timeout), fmtDur(maxLambdaTimeout))
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsses"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -35,6 +36,10 @@ type Stack struct {
 	APIAccessLogs awslogs.LogGroup
 	Rules         map[FunctionName]awsevents.Rule
 	StreamMapping awslambda.EventSourceMapping
+	// SESDestination and SESRule route the SES configuration set's events
+	// to the sesevents function (nil without SESConfigurationSet).
+	SESDestination awsses.ConfigurationSetEventDestination
+	SESRule        awsevents.Rule
 	// Alarms by id (see AlarmIDs).
 	Alarms     map[string]awscloudwatch.Alarm
 	AlarmTopic awssns.ITopic
@@ -44,8 +49,9 @@ type Stack struct {
 }
 
 // NewStack validates props and declares the Ferry stack under scope: the
-// table, the four functions with their roles and logs, the HTTP API, the
-// schedules and stream wake-up, alarms, a dashboard, and cdk-nag's
+// table, the five functions with their roles and logs, the HTTP API, the
+// schedules and stream wake-up, the SES event routing (with a configuration
+// set), alarms, a dashboard, and cdk-nag's
 // AwsSolutions checks. It declares nothing when props are invalid.
 func NewStack(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	p := props.WithDefaults()
@@ -87,6 +93,7 @@ func NewStack(scope constructs.Construct, id string, props Props) (*Stack, error
 	}
 	s.newAPI()
 	s.newSchedules()
+	s.newSESEvents()
 	s.newAlarms()
 	s.newDashboard()
 	s.applyNag()

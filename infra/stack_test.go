@@ -264,7 +264,7 @@ func TestTableWithoutDeletionProtection(t *testing.T) {
 
 func TestFunctions(t *testing.T) {
 	s := defaultStack(t)
-	require.Len(t, s.resources("AWS::Lambda::Function"), 4)
+	require.Len(t, s.resources("AWS::Lambda::Function"), 5)
 	tableRef := map[string]any{"Ref": s.stack.LogicalID(s.stack.Table)}
 	shared := map[string]any{
 		"FERRY_TABLE": tableRef, "FERRY_PARTITIONS": "16", "FERRY_LEASE": "5m",
@@ -290,6 +290,7 @@ func TestFunctions(t *testing.T) {
 		FunctionDrainer:   {512, 120, with(nil)},
 		FunctionReaper:    {256, 55, with(nil)},
 		FunctionRetention: {256, 300, with(nil)},
+		FunctionSESEvents: {128, 30, with(nil)},
 	}
 	for _, fn := range Functions {
 		t.Run(functionID(fn), func(t *testing.T) {
@@ -387,6 +388,13 @@ func TestRolePolicies(t *testing.T) {
 		FunctionRetention: {
 			logs(FunctionRetention),
 			tableStmts(FunctionRetention)[0],
+			kms, xray,
+		},
+		// sesevents reads and writes its rows on the table, nothing else:
+		// EventBridge invokes it through the function's resource policy.
+		FunctionSESEvents: {
+			logs(FunctionSESEvents),
+			tableStmts(FunctionSESEvents)[0],
 			kms, xray,
 		},
 	}

@@ -297,3 +297,6 @@ func TestOperatorCommandsAgainstFerryDev(t *testing.T) {
 	require.Equal(t, operator.ExitUsage, code, out)
 	require.Contains(t, out, "--partitions")
 }
+
+// waitABit paces a poll of ferry dev, which drains on its own.
+func waitABit() { time.Sleep(50 * time.Millisecond) }

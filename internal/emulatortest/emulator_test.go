@@ -231,7 +231,7 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 	bin := t.TempDir()
 
 	// Build every function and the ferry command.
-	names := []string{"enqueue", "drainer", "reaper", "retention"}
+	names := []string{"enqueue", "drainer", "reaper", "retention", "sesevents"}
 	for _, n := range names {
 		build(t, root, "./functions/"+n, filepath.Join(bin, n, "bootstrap"))
 	}
@@ -328,6 +328,30 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 		require.Equal(t, 1, fake.emails)
 		require.Equal(t, 1, fake.events)
 		fake.mu.Unlock()
+	})
+
+	t.Run("SESEvents", func(t *testing.T) {
+		// SES's Delivery and Bounce events of the email the drainer sent,
+		// as the configuration set's EventBridge rule hands them over.
+		for _, c := range []struct{ event, outcome string }{
+			{"ses-delivery.json", "RECORDED"}, {"ses-bounce.json", "RECORDED"}, {"ses-bounce.json", "DUPLICATE"},
+		} {
+			var ev map[string]any
+			require.NoError(t, json.Unmarshal(readEvent(t, root, c.event), &ev))
+			ev["detail"].(map[string]any)["mail"].(map[string]any)["tags"].(map[string]any)[email.ActionIDTag] = []any{email.TagValue(seeded["email"])}
+			raw, err := json.Marshal(ev)
+			require.NoError(t, err)
+			var resp struct{ Outcome string }
+			require.NoError(t, json.Unmarshal(funcs["sesevents"].invoke(t, raw), &resp))
+			require.Equal(t, c.outcome, resp.Outcome, c.event)
+		}
+		a, err := eng.ActionGet(ctx, seeded["email"])
+		require.NoError(t, err)
+		require.Equal(t, outbox.StateDONE, a.State, "the action stays as it ended")
+		d, err := eng.DeliveryGet(ctx, a)
+		require.NoError(t, err)
+		require.Equal(t, outbox.DeliveryBounced, d.Status)
+		require.Len(t, d.Events, 2)
 	})
 
 	t.Run("DrainerStream", func(t *testing.T) {

@@ -13,10 +13,11 @@ const (
 	Drainer   = "drainer"
 	Reaper    = "reaper"
 	Retention = "retention"
+	SESEvents = "sesevents"
 )
 
 // Functions lists the functions roles.json covers.
-var Functions = []string{Enqueue, Drainer, Reaper, Retention}
+var Functions = []string{Enqueue, Drainer, Reaper, Retention, SESEvents}
 
 // TableResource names the table itself in Roles; an index is
 // "index/<name>".

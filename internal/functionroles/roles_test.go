@@ -37,7 +37,7 @@ var notDeployed = map[string]string{
 	"RunNow":                  "library mode: runs one action in the caller's process",
 	"AttemptFinish":           "custom drivers and tests that run attempts themselves; the drainer ends attempts inside runGroups",
 	"PreparedEnqueue.Resolve": "library mode: the caller resolves its own transaction's outcome, under its role",
-	"Status":                  "ferry status (internal/operator), under the operator's own credentials (docs/operations.md, Permissions)",
+	"StatusGet":               "ferry status (internal/operator), under the operator's own credentials (docs/operations.md, Permissions)",
 	"ActionFind":              "ferry actions list and ferry subjects erase (internal/operator), under the operator's credentials",
 	"ActionNeighbours":        "ferry actions get (internal/operator), under the operator's credentials",
 	"SubjectWorkspaces":       "ferry subjects erase in every workspace (internal/operator), under the operator's credentials",

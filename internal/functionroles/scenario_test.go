@@ -140,6 +140,30 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 		a := a.(map[string]any)
 		require.Contains(t, []string{"DONE", "FAILED", "CANCELLED"}, a["state"], "%v", a)
 	}
+	// sesevents: an email's SES events (two at once for one action), and
+	// one for an action that is not there.
+	ses := &handlers.SESEventsHandler{Engine: eng, Obs: obs, Log: log}
+	sesCtx := withFunction(ctx, SESEvents)
+	var mailID string
+	for _, a := range list["actions"].([]any) {
+		if a := a.(map[string]any); a["kind"] == "email" {
+			mailID = a["id"].(string)
+		}
+	}
+	require.NotEmpty(t, mailID)
+	var wg sync.WaitGroup
+	for _, name := range []string{"ses-send.json", "ses-delivery.json", "ses-bounce.json"} {
+		wg.Go(func() {
+			_, err := ses.Invoke(sesCtx, sesEvent(t, name, mailID))
+			require.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	resp, err := ses.Invoke(sesCtx, sesEvent(t, "ses-delivery.json", "0-999999"))
+	require.NoError(t, err)
+	require.Equal(t, "UNKNOWN_ACTION", resp.Outcome)
+	require.Equal(t, "BOUNCED", do("GET", "/v1/actions/"+mailID, "")["delivery"].(map[string]any)["status"])
+
 	do("DELETE", "/v1/subjects/s1", "")
 	_, err = reaper.Invoke(withFunction(ctx, Reaper), events.EventBridgeEvent{ID: "reap-2"})
 	require.NoError(t, err)
@@ -150,6 +174,14 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 	res, err := retention.Invoke(withFunction(ctx, Retention), events.EventBridgeEvent{ID: "retain-1"})
 	require.NoError(t, err)
 	require.Positive(t, res.Deleted, "retention deleted the ended actions")
+}
+
+// sesEvent loads an SES sample of events/ about action id.
+func sesEvent(t *testing.T, name, id string) events.EventBridgeEvent {
+	var ev events.EventBridgeEvent
+	require.NoError(t, json.Unmarshal(readEvent(t, name), &ev))
+	ev.Detail = json.RawMessage(strings.Replace(string(ev.Detail), `"1-1"`, `"`+id+`"`, 1))
+	return ev
 }
 
 func readEvent(t *testing.T, name string) json.RawMessage {

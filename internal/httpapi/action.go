@@ -27,6 +27,24 @@ type actionJSON struct {
 	ExpiresAt      *string         `json:"expires_at"`
 	EndedAt        *string         `json:"ended_at"`
 	Payload        json.RawMessage `json:"payload,omitempty"`
+	// Delivery is the action's delivery evidence (GET of one action only;
+	// absent when there is none).
+	Delivery *deliveryJSON `json:"delivery,omitempty"`
+}
+
+// deliveryJSON is an action's delivery evidence as the API answers it: the
+// most telling event its provider reported.
+type deliveryJSON struct {
+	Status outbox.DeliveryStatus `json:"status"`
+	At     string                `json:"at"`
+	Detail string                `json:"detail"`
+}
+
+func newDeliveryJSON(d *outbox.Delivery) *deliveryJSON {
+	if d == nil {
+		return nil
+	}
+	return &deliveryJSON{Status: d.Status, At: *optTime(d.At), Detail: d.Detail}
 }
 
 func newActionJSON(a *outbox.Action) actionJSON {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -21,7 +22,7 @@ import (
 type testAdapter struct{ kind string }
 
 func (a testAdapter) Spec() outbox.KindSpec {
-	return outbox.KindSpec{Name: a.kind, Class: outbox.IdempotentReceiver}
+	return outbox.KindSpec{Name: a.kind, Class: outbox.IdempotentReceiver, DeliveryEvidence: a.kind == "email"}
 }
 
 func (a testAdapter) Validate(_ string, payload json.RawMessage) error {
@@ -133,4 +134,31 @@ func TestEngineFlow(t *testing.T) {
 	erased := b.do(t, "DELETE", "/v1/subjects/s1", tokB, "")
 	require.Equal(t, http.StatusOK, erased.Status, "%s", erased.Body)
 	require.JSONEq(t, `{"erased":1}`, string(erased.Body))
+}
+
+// TestEngineGetShowsDeliveryEvidence: GET /v1/actions/{id} shows an
+// email's delivery evidence, the most telling event, and only to its
+// workspace; an action without evidence has no delivery field.
+func TestEngineGetShowsDeliveryEvidence(t *testing.T) {
+	t.Parallel()
+	b := setupEngine(t)
+	eng := b.ob.(*outbox.Engine)
+	ans := b.do(t, "POST", "/v1/actions", tokA, `{"kind":"email","payload":{}}`)
+	require.Equal(t, http.StatusCreated, ans.Status, "%s", ans.Body)
+	id := ans.json(t)["id"].(string)
+	_, none := b.do(t, "GET", "/v1/actions/"+id, tokA, "").json(t)["delivery"]
+	require.False(t, none, "no evidence yet: no delivery field")
+
+	at := testStart.Add(time.Second)
+	for _, st := range []outbox.DeliveryStatus{outbox.DeliveryDelivered, outbox.DeliveryBounced} {
+		r, err := eng.DeliveryRecord(t.Context(), id, outbox.DeliveryEvent{Status: st, At: at, Detail: "1 recipient"})
+		require.NoError(t, err)
+		require.Equal(t, outbox.DeliveryRecorded, r.Outcome)
+		at = at.Add(time.Second)
+	}
+	got := b.do(t, "GET", "/v1/actions/"+id, tokA, "")
+	require.Equal(t, http.StatusOK, got.Status)
+	require.Equal(t, map[string]any{"status": "BOUNCED", "at": "2026-11-29T12:00:02Z", "detail": "1 recipient"}, got.json(t)["delivery"])
+	require.Equal(t, "ADMITTED", got.json(t)["state"], "the action itself is unchanged")
+	require.Equal(t, http.StatusNotFound, b.do(t, "GET", "/v1/actions/"+id, tokB, "").Status)
 }

@@ -27,6 +27,8 @@ type fakeOutbox struct {
 	fail    error             // returned by the next call, then cleared
 	calls   map[string]int    // method -> calls
 	lastLst outbox.ActionListParams
+	// delivery is the evidence DeliveryGet answers, by action id.
+	delivery map[string]*outbox.Delivery
 }
 
 func newFakeOutbox(clk clock.Clock) *fakeOutbox {
@@ -133,6 +135,15 @@ func (f *fakeOutbox) find(id string) *outbox.Action {
 		}
 	}
 	return nil
+}
+
+func (f *fakeOutbox) DeliveryGet(_ context.Context, a *outbox.Action) (*outbox.Delivery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("DeliveryGet"); err != nil {
+		return nil, err
+	}
+	return f.delivery[a.ID], nil
 }
 
 func (f *fakeOutbox) ActionGet(_ context.Context, id string) (*outbox.Action, error) {

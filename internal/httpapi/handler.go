@@ -499,7 +499,13 @@ func (h *Handler) get(_ http.ResponseWriter, r *http.Request, p *Principal) (int
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, newActionJSON(a), nil
+	j := newActionJSON(a)
+	d, err := h.opts.Outbox.DeliveryGet(r.Context(), a)
+	if err != nil {
+		return 0, nil, err
+	}
+	j.Delivery = newDeliveryJSON(d)
+	return http.StatusOK, j, nil
 }
 
 // checkQuery refuses query parameters other than those allowed, and

@@ -20,4 +20,7 @@ type Outbox interface {
 	Admit(ctx context.Context, id string) (*outbox.Action, error)
 	Cancel(ctx context.Context, id string) (*outbox.Action, error)
 	EraseSubject(ctx context.Context, workspaceID, subjectID string) (int, error)
+	// DeliveryGet reads an action's delivery evidence (nil: none, or its
+	// kind keeps none).
+	DeliveryGet(ctx context.Context, a *outbox.Action) (*outbox.Delivery, error)
 }

@@ -57,8 +57,12 @@ func (s *Session) Get(ctx context.Context, id string) error {
 	if err != nil {
 		return classify(err)
 	}
+	d, err := s.Engine.DeliveryGet(ctx, a)
+	if err != nil {
+		return classify(err)
+	}
 	if s.JSON {
-		out := map[string]any{"action": newActionJSON(a), "lane": laneJSON(n), "dynamodb": s.Meter.Usage()}
+		out := map[string]any{"action": newActionJSON(a), "lane": laneJSON(n), "delivery": newDeliveryJSON(d), "dynamodb": s.Meter.Usage()}
 		if a.State.Ended() {
 			out["enqueue_again"] = enqueueAgain(a)
 		}
@@ -86,16 +90,58 @@ func (s *Session) Get(ctx context.Context, id string) error {
 		[]string{"idempotency key", dash(a.IdempotencyKey)},
 		[]string{"lane", laneLine(a, n)},
 		[]string{"partition", strconv.Itoa(a.Partition)},
+		[]string{"delivery", deliveryLine(d)},
 	)
+	if d != nil && len(d.Events) > 1 {
+		for _, ev := range d.Events {
+			rows = append(rows, []string{"  event", fmt.Sprintf("%s %s %s", when(ev.At), ev.Status, ev.Detail)})
+		}
+	}
 	if err := table(s.Out, []string{"FIELD", "VALUE"}, rows); err != nil {
 		return err
 	}
 	s.printf("\nThe table keeps each action's latest attempt only: its count, epoch, write fence and lease; the attempts' logs are in the drainer's log group (action.id %s).\n", a.ID)
 	if a.State.Ended() {
 		s.printf("\n%s\n", enqueueAgainText(a))
+		if a.State == outbox.StateUNCERTAIN && d != nil && d.Status.WentOut() {
+			s.printf("Its delivery evidence says SES took it on (%s at %s): enqueuing it again sends it twice.\n", d.Status, when(d.At))
+		}
 	}
 	s.usageLine()
 	return nil
+}
+
+// deliveryJSON is an action's delivery evidence in `ferry actions get -o
+// json`: the API's delivery (status, at, detail) and every event recorded.
+type deliveryJSON struct {
+	Status string              `json:"status"`
+	At     string              `json:"at"`
+	Detail string              `json:"detail"`
+	Events []deliveryEventJSON `json:"events"`
+}
+
+type deliveryEventJSON struct {
+	Status string `json:"status"`
+	At     string `json:"at"`
+	Detail string `json:"detail"`
+}
+
+func newDeliveryJSON(d *outbox.Delivery) *deliveryJSON {
+	if d == nil {
+		return nil
+	}
+	j := &deliveryJSON{Status: string(d.Status), At: *optTime(d.At), Detail: d.Detail, Events: []deliveryEventJSON{}}
+	for _, ev := range d.Events {
+		j.Events = append(j.Events, deliveryEventJSON{Status: string(ev.Status), At: *optTime(ev.At), Detail: ev.Detail})
+	}
+	return j
+}
+
+func deliveryLine(d *outbox.Delivery) string {
+	if d == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s at %s (%s)", d.Status, when(d.At), d.Detail)
 }
 
 func stateLine(a *outbox.Action) string {

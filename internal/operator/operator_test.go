@@ -50,6 +50,9 @@ func (tb *testBundle) enqueue(t *testing.T, p outbox.EnqueueParams) outbox.Actio
 		p.WorkspaceID = "default"
 	}
 	p.Payload = json.RawMessage(`{"url":"https://example.com/hook"}`)
+	if p.Kind == "email" {
+		p.Payload = json.RawMessage(`{"from":"shop@example.com","to":["ann@example.com"],"subject":"s","text":"t"}`)
+	}
 	r, err := tb.s.Engine.Enqueue(tb.ctx, p)
 	require.NoError(t, err)
 	return r.Action
@@ -130,4 +133,32 @@ func TestExitCodes(t *testing.T) {
 	require.Equal(t, ExitDenied, ExitCode(denied))
 	require.Contains(t, classify(denied).Error(), "dynamodb:Scan", "the message names the permission")
 	require.Equal(t, ExitFailed, ExitCode(errors.New("boom")))
+}
+
+// TestGetShowsDeliveryEvidence: ferry actions get shows an email's
+// delivery evidence, in the table and in JSON.
+func TestGetShowsDeliveryEvidence(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	a := tb.enqueue(t, outbox.EnqueueParams{Kind: "email"})
+	at := tb.clk.Now()
+	for _, st := range []outbox.DeliveryStatus{outbox.DeliveryDelivered, outbox.DeliveryBounced} {
+		_, err := tb.s.Engine.DeliveryRecord(tb.ctx, a.ID, outbox.DeliveryEvent{Status: st, At: at, Detail: "1 recipient"})
+		require.NoError(t, err)
+		at = at.Add(time.Second)
+	}
+	require.NoError(t, tb.s.Get(tb.ctx, a.ID))
+	require.Contains(t, tb.out.String(), "BOUNCED at 2026-12-01T09:00:01Z (1 recipient)")
+	tb.out.Reset()
+	tb.s.JSON = true
+	require.NoError(t, tb.s.Get(tb.ctx, a.ID))
+	var v struct {
+		Delivery struct {
+			Status string
+			Events []any
+		}
+	}
+	require.NoError(t, json.Unmarshal(tb.out.Bytes(), &v))
+	require.Equal(t, "BOUNCED", v.Delivery.Status)
+	require.Len(t, v.Delivery.Events, 2)
 }

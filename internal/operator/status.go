@@ -55,14 +55,14 @@ var endedColumns = []string{"DONE", "UNCERTAIN", "FAILED", "CANCELLED", "ERASED"
 // reaper's gauges measure (due, claimed, stuck lane heads, oldest due age),
 // the lease-expired and waiting actions, the claim fences' in-flight
 // entries, and the actions ended since p.Since by outcome. It only reads,
-// a bounded amount per partition (outbox.Engine.Status).
+// a bounded amount per partition (outbox.Engine.StatusGet).
 func (s *Session) Status(ctx context.Context, p StatusParams) error {
 	since := p.Since
 	if since.IsZero() {
 		now := s.Clock.Now().UTC()
 		since = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	}
-	st, err := s.Engine.Status(ctx, outbox.StatusParams{EndedSince: since, MaxDuePages: p.MaxDuePages, MaxEndedRows: p.MaxEndedRows})
+	st, err := s.Engine.StatusGet(ctx, outbox.StatusParams{EndedSince: since, MaxDuePages: p.MaxDuePages, MaxEndedRows: p.MaxEndedRows})
 	if err != nil {
 		return classify(err)
 	}

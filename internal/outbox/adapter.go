@@ -65,6 +65,11 @@ type KindSpec struct {
 	// Retention, when not zero, replaces the configured retention of ended
 	// actions of this kind (it may only lengthen it).
 	Retention time.Duration
+	// DeliveryEvidence: the kind's provider reports what became of an
+	// effect (SES's delivery events for email), and Engine.DeliveryRecord
+	// may keep those reports beside its actions. Retention and erasure then
+	// delete them with the action.
+	DeliveryEvidence bool
 }
 
 // Adapter carries out one kind. It is the only code that talks to its

@@ -138,7 +138,10 @@ func (e *Engine) deleteEnded(ctx context.Context, pk, sk string, ttlBy int64) (b
 		}
 		return false, fmt.Errorf("error deleting ended action %s/%s: %w", pk, sk, err)
 	}
-	return true, e.deleteIdem(ctx, out.Attributes)
+	if err := e.deleteIdem(ctx, out.Attributes); err != nil {
+		return true, err
+	}
+	return true, e.deleteEvidenceOf(ctx, out.Attributes)
 }
 
 // deleteIdem deletes the idempotency record of a deleted action, if it
@@ -404,6 +407,15 @@ func (e *Engine) eraseSubject(ctx context.Context, ep SubjectEraseParams) (int, 
 // it (a gone predecessor would let it pass them). Everything of the subject
 // goes; retention deletes the tombstone like any ended row.
 func (e *Engine) eraseRow(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
+	old, err := e.eraseRowItself(ctx, pk, sk)
+	if err == nil && old != nil && strings.HasPrefix(sk, "A#") {
+		// Its delivery evidence goes with it (evidence.go).
+		err = e.deleteEvidenceOf(ctx, old)
+	}
+	return old, err
+}
+
+func (e *Engine) eraseRowItself(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
 	if sk == skIdem {
 		return nil, e.eraseIdemRecord(ctx, pk, sk)
 	}

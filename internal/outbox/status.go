@@ -60,7 +60,7 @@ type Status struct {
 	Total      PartitionStatus
 }
 
-// Status reads, without writing anything, what the reaper's gauges compute
+// StatusGet reads, without writing anything, what the reaper's gauges compute
 // for every partition and in total, plus the waiting and lease-expired
 // actions, the claim fences' in-flight entries and the
 // actions ended since p.EndedSince by state. Unlike the reaper it counts
@@ -71,7 +71,7 @@ type Status struct {
 // p.MaxEndedRows of their rows. The ended count relies on the engine's
 // Retention matching the deployment's: a longer one misses endings (their
 // journal items expire before the range read), a shorter one reads more.
-func (e *Engine) Status(ctx context.Context, p StatusParams) (*Status, error) {
+func (e *Engine) StatusGet(ctx context.Context, p StatusParams) (*Status, error) {
 	if p.MaxDuePages <= 0 {
 		p.MaxDuePages = DefaultStatusDuePages
 	}

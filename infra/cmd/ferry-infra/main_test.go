@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 // in the context (CDK_CONTEXT_JSON), output directory in CDK_OUTDIR.
 func TestRunWritesTheAssembly(t *testing.T) {
 	assets := t.TempDir()
-	for _, fn := range []string{"enqueue", "drainer", "reaper", "retention"} {
+	for _, fn := range []string{"enqueue", "drainer", "reaper", "retention", "sesevents"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(assets, fn), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(assets, fn, "bootstrap"), []byte("placeholder"), 0o755))
 	}

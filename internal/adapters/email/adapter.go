@@ -121,9 +121,11 @@ func noRetries(o *sesv2.Options) {
 	o.RetryMaxAttempts = 1
 }
 
-// Spec declares the email kind: one payload shape, at most once.
+// Spec declares the email kind: one payload shape, at most once. SES's
+// event publishing reports what became of each email (ParseSESEvent), kept
+// as delivery evidence beside its action.
 func (a *Adapter) Spec() outbox.KindSpec {
-	return outbox.KindSpec{Name: Kind, Class: outbox.AtMostOnce, VariantMode: outbox.SingleShape}
+	return outbox.KindSpec{Name: Kind, Class: outbox.AtMostOnce, VariantMode: outbox.SingleShape, DeliveryEvidence: true}
 }
 
 // Validate checks a payload at enqueue time.

@@ -219,6 +219,7 @@ const (
 	KindNew    = "t-new"    // known only to the newer build
 	KindLong   = "t-long"   // keeps ended actions 72h (longer than the suite's retention)
 	KindPlain  = "t-plain"  // idempotent receiver with Execute only (no Prepare, no hooks)
+	KindMail   = "t-mail"   // at-most-once whose provider reports delivery evidence
 )
 
 // Registry returns the suite's registry; newer adds KindNew and variant
@@ -241,6 +242,9 @@ func Registry(rec *Recorder, table string, newer bool) *outbox.Registry {
 	long := mk(KindLong, outbox.IdempotentReceiver)
 	long.spec.Retention = 72 * time.Hour
 	must(reg.Register(long))
+	mail := mk(KindMail, outbox.AtMostOnce)
+	mail.spec.DeliveryEvidence = true
+	must(reg.Register(mail))
 	tagged := mk(KindTagged, outbox.IdempotentReceiver)
 	tagged.spec.VariantMode, tagged.spec.TagProperty, tagged.spec.Variants = outbox.TaggedShape, "t", []string{"a"}
 	if newer {

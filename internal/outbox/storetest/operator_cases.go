@@ -36,7 +36,7 @@ var _ = register("StatusCountsWhatTheReaperGaugesAndMore", func(ctx context.Cont
 	tb.enqueue(t, outbox.EnqueueParams{LaneKey: "stuck"})
 	tb.b.Clock.Advance(10 * time.Minute)
 
-	st, err := tb.settled().Status(ctx, outbox.StatusParams{EndedSince: start})
+	st, err := tb.settled().StatusGet(ctx, outbox.StatusParams{EndedSince: start})
 	require.NoError(t, err)
 	require.Len(t, st.Partitions, 2)
 	tot := st.Total
@@ -52,7 +52,7 @@ var _ = register("StatusCountsWhatTheReaperGaugesAndMore", func(ctx context.Cont
 	_ = head
 
 	// Nothing ended since a later start; the reaper sees the same backlog.
-	st, err = tb.settled().Status(ctx, outbox.StatusParams{EndedSince: tb.b.Clock.Now()})
+	st, err = tb.settled().StatusGet(ctx, outbox.StatusParams{EndedSince: tb.b.Clock.Now()})
 	require.NoError(t, err)
 	require.Empty(t, st.Total.Ended)
 	rr, err := tb.settled().Reap(ctx)
@@ -72,13 +72,13 @@ var _ = register("StatusCountsClaimedAndLeaseExpired", func(ctx context.Context,
 	b := tb.enqueue(t, outbox.EnqueueParams{})
 	res, _, _ := tb.claim(t, 0, 2)
 	require.Equal(t, [][]string{{a.ID}, {b.ID}}, ids(res))
-	st, err := tb.settled().Status(ctx, outbox.StatusParams{})
+	st, err := tb.settled().StatusGet(ctx, outbox.StatusParams{})
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Total.ClaimedDepth)
 	require.Equal(t, 2, st.Total.Inflight, "the claim put them in the fence's in-flight map")
 	require.Zero(t, st.Total.DueDepth)
 	tb.b.Clock.Advance(tb.cfg.Lease + time.Second)
-	st, err = tb.settled().Status(ctx, outbox.StatusParams{})
+	st, err = tb.settled().StatusGet(ctx, outbox.StatusParams{})
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Total.LeaseExpired)
 	require.Equal(t, 2, st.Total.DueDepth, "a lost lease is due again")
@@ -93,7 +93,7 @@ var _ = register("StatusBoundsItsReads", func(ctx context.Context, t *testing.T,
 		tb.enqueue(t, outbox.EnqueueParams{})
 	}
 	tb.drain(t)
-	st, err := tb.settled().Status(ctx, outbox.StatusParams{EndedSince: start, MaxEndedRows: 3})
+	st, err := tb.settled().StatusGet(ctx, outbox.StatusParams{EndedSince: start, MaxEndedRows: 3})
 	require.NoError(t, err)
 	require.Equal(t, 3, st.Total.Ended["DONE"], "at most MaxEndedRows rows read")
 	require.True(t, st.Total.Truncated, "and it says the count is a lower bound")
