@@ -24,6 +24,9 @@ type Meter struct {
 	next outbox.DynamoDB
 	mu   sync.Mutex
 	u    Usage
+	// Record, when set, sees every request's input before it is sent (the
+	// permissions test maps them to IAM actions).
+	Record func(in any)
 }
 
 // NewMeter meters the requests sent to next.
@@ -59,6 +62,12 @@ func (m *Meter) add(read bool, ccs ...types.ConsumedCapacity) {
 	}
 }
 
+func (m *Meter) record(in any) {
+	if m.Record != nil {
+		m.Record(in)
+	}
+}
+
 func one(c *types.ConsumedCapacity) []types.ConsumedCapacity {
 	if c == nil {
 		return nil
@@ -72,6 +81,7 @@ const total = types.ReturnConsumedCapacityTotal
 func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.GetItem(ctx, &cp, o...)
 	if out != nil {
 		m.add(true, one(out.ConsumedCapacity)...)
@@ -85,6 +95,7 @@ func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...fun
 func (m *Meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.PutItem(ctx, &cp, o...)
 	if out != nil {
 		m.add(false, one(out.ConsumedCapacity)...)
@@ -98,6 +109,7 @@ func (m *Meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...fun
 func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.UpdateItem(ctx, &cp, o...)
 	if out != nil {
 		m.add(false, one(out.ConsumedCapacity)...)
@@ -111,6 +123,7 @@ func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 func (m *Meter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.DeleteItem(ctx, &cp, o...)
 	if out != nil {
 		m.add(false, one(out.ConsumedCapacity)...)
@@ -124,6 +137,7 @@ func (m *Meter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o 
 func (m *Meter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.Query(ctx, &cp, o...)
 	if out != nil {
 		m.add(true, one(out.ConsumedCapacity)...)
@@ -137,6 +151,7 @@ func (m *Meter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*d
 func (m *Meter) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.Scan(ctx, &cp, o...)
 	if out != nil {
 		m.add(true, one(out.ConsumedCapacity)...)
@@ -150,6 +165,7 @@ func (m *Meter) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dyn
 func (m *Meter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.BatchGetItem(ctx, &cp, o...)
 	if out != nil {
 		m.add(true, out.ConsumedCapacity...)
@@ -163,6 +179,7 @@ func (m *Meter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 func (m *Meter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.BatchWriteItem(ctx, &cp, o...)
 	if out != nil {
 		m.add(false, out.ConsumedCapacity...)
@@ -176,6 +193,7 @@ func (m *Meter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemI
 func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.TransactWriteItems(ctx, &cp, o...)
 	if out != nil {
 		m.add(false, out.ConsumedCapacity...)
@@ -189,6 +207,7 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 func (m *Meter) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
 	cp := *in
 	cp.ReturnConsumedCapacity = total
+	m.record(&cp)
 	out, err := m.next.TransactGetItems(ctx, &cp, o...)
 	if out != nil {
 		m.add(true, out.ConsumedCapacity...)
@@ -201,18 +220,21 @@ func (m *Meter) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetIt
 // CreateTable implements outbox.DynamoDB (the commands never create one).
 func (m *Meter) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
 	m.add(false)
+	m.record(in)
 	return m.next.CreateTable(ctx, in, o...)
 }
 
 // DescribeTable implements outbox.DynamoDB (a control-plane call: no units).
 func (m *Meter) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	m.add(true)
+	m.record(in)
 	return m.next.DescribeTable(ctx, in, o...)
 }
 
 // UpdateTimeToLive implements outbox.DynamoDB.
 func (m *Meter) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
 	m.add(false)
+	m.record(in)
 	return m.next.UpdateTimeToLive(ctx, in, o...)
 }
 
