@@ -67,5 +67,48 @@ func updateCases() []parityCase {
 			requireAPIError(t, upd("SET c = c + :v + :v", item{":v": n("1")}), "ValidationException", "Invalid UpdateExpression: Syntax error; token: \"+\"")
 			requireAPIError(t, upd("SET c = (c + :v", item{":v": n("1")}), "ValidationException", "Invalid UpdateExpression: Syntax error; token: \"<EOF>\"")
 		}},
+		// SET of a list index past the list's end appends the element at the
+		// end (docUpdates: "If the element doesn't already exist, SET appends
+		// the new element at the end of the list"). ReturnValues then follow
+		// the paths as written, on the item before (UPDATED_OLD) or after
+		// (UPDATED_NEW) the update: l[10] names nothing in either, so
+		// neither returns Attributes; REMOVE l[1] returns the removed element
+		// as UPDATED_OLD and, as UPDATED_NEW, the element that moved into
+		// l[1]. Recorded against DynamoDB by ScyllaDB's Alternator suite
+		// (test/alternator/test_returnvalues.py,
+		// test_update_item_returnvalues_nested, which also runs with --aws);
+		// issue 14 item 5 took the empty UPDATED_NEW for a bug.
+		{"UpdateListIndexPastTheEnd", docUpdates, func(ctx context.Context, t *testing.T, nc func(*testing.T) Client) {
+			b := setup(ctx, t, nc, layoutStrings)
+			list := func(vs ...string) *types.AttributeValueMemberL {
+				l := &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+				for _, v := range vs {
+					l.Value = append(l.Value, s(v))
+				}
+				return l
+			}
+			b.put(t, item{"pk": s("a"), "sk": s("1"), "l": list("x", "y", "z")})
+			upd := func(e string, vals item, rv types.ReturnValue) item {
+				out, err := b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(b.table), Key: key("a", "1"),
+					UpdateExpression: aws.String(e), ExpressionAttributeValues: vals, ReturnValues: rv})
+				require.NoError(t, err)
+				return out.Attributes
+			}
+			require.Nil(t, upd("SET l[10] = :v", item{":v": s("n1")}, types.ReturnValueUpdatedNew))
+			require.Equal(t, list("x", "y", "z", "n1"), b.get(t, key("a", "1"))["l"])
+			require.Nil(t, upd("SET l[10] = :v", item{":v": s("n2")}, types.ReturnValueUpdatedOld))
+			require.Equal(t, list("x", "y", "z", "n1", "n2"), b.get(t, key("a", "1"))["l"])
+			// Two past the end in one update land in index order (as in
+			// dynalite, written against DynamoDB: it sets sparse indexes, then
+			// squashes the list).
+			require.Nil(t, upd("SET l[20] = :b, l[9] = :a", item{":a": s("a"), ":b": s("b")}, types.ReturnValueUpdatedNew))
+			require.Equal(t, list("x", "y", "z", "n1", "n2", "a", "b"), b.get(t, key("a", "1"))["l"])
+			// Within the list, the paths name elements as usual.
+			require.Equal(t, item{"l": list("y")}, upd("SET l[1] = :v", item{":v": s("Y")}, types.ReturnValueUpdatedOld))
+			require.Equal(t, item{"l": list("Y2")}, upd("SET l[1] = :v", item{":v": s("Y2")}, types.ReturnValueUpdatedNew))
+			require.Equal(t, item{"l": list("Y2")}, upd("REMOVE l[1]", nil, types.ReturnValueUpdatedOld))
+			require.Equal(t, item{"l": list("n1")}, upd("REMOVE l[1]", nil, types.ReturnValueUpdatedNew), "the element that moved into l[1]")
+			require.Equal(t, list("x", "n1", "n2", "a", "b"), b.get(t, key("a", "1"))["l"])
+		}},
 	}
 }
