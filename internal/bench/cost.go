@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"sort"
 	"time"
 
@@ -44,6 +45,9 @@ type Cost struct {
 	// stranded and were not delivered before its lease ran out (stranded
 	// workload only), out of Arrived.
 	Starved, Arrived int
+	// Breakdown books the units to what each call was (meter.go), per
+	// delivered action, largest first.
+	Breakdown []Breakdown
 }
 
 func (e *env) cost(name string, enqueued int, wall time.Duration) Cost {
@@ -58,6 +62,7 @@ func (e *env) cost(name string, enqueued int, wall time.Duration) Cost {
 		RRU: st.TotalReadUnits() / n, BaseRRU: st.ReadUnits / n,
 		IndexWRU: map[string]float64{}, IndexRRU: map[string]float64{}, CallsBy: map[string]float64{},
 		Duplicates: e.prov.duplicates(), Wall: wall,
+		Breakdown: e.meter.breakdown(e.prov.delivered()),
 	}
 	// "ended" is the index design.md §3.6 removed: its column stays (reading 0)
 	// so that reports compare with runs before it.
@@ -112,6 +117,9 @@ type CostOptions struct {
 	Lanes    int // the laned workload's lanes; default 100
 	PerLane  int // and actions per lane; default 10
 	Stranded int // actions behind the stranded lane head; default 500
+	// TrickleLanes is how many lanes the trickle workload's actions are
+	// spread over at random; default 400 (as many as a burst holds).
+	TrickleLanes int
 }
 
 func (o CostOptions) withDefaults() CostOptions {
@@ -138,6 +146,9 @@ func (o CostOptions) withDefaults() CostOptions {
 	}
 	if o.Payload == 0 {
 		o.Payload = 800
+	}
+	if o.TrickleLanes == 0 {
+		o.TrickleLanes = o.Burst
 	}
 	return o
 }
@@ -232,6 +243,21 @@ func Laned(ctx context.Context, o CostOptions) (Cost, error) {
 	})
 }
 
+// Trickle is laned actions enqueued one at a time while the drainer runs:
+// each action joins one of TrickleLanes lanes chosen at random (seeded),
+// and the drainer sweeps after every burst, as in the keyless workload.
+// With as many lanes as a burst holds, a lane gets one member per burst on
+// average: most members find their predecessor delivered and its lane tail
+// gone, some find it still waiting (a successor link, a run of two), so a
+// claim rarely finds more than one or two members of a lane.
+func Trickle(ctx context.Context, o CostOptions) (Cost, error) {
+	o = o.withDefaults()
+	rnd := rand.New(rand.NewPCG(17, 18))
+	return steady(ctx, fmt.Sprintf("laned trickle (%d lanes, one at a time)", o.TrickleLanes), o, 1, func(int) outbox.EnqueueParams {
+		return outbox.EnqueueParams{LaneKey: fmt.Sprintf("order-%04d", rnd.IntN(o.TrickleLanes))}
+	})
+}
+
 // Backlog enqueues Backlog due keyless actions, then Drainers drainers
 // drain them at once, each sweeping the partitions from its own offset.
 func Backlog(ctx context.Context, o CostOptions) (Cost, error) {
@@ -242,7 +268,7 @@ func Backlog(ctx context.Context, o CostOptions) (Cost, error) {
 	}
 	envs := []*env{first}
 	for d := 1; d < o.Drainers; d++ {
-		e, err := newEnv(ctx, envOpts{clk: first.clk, sharedDB: first.db, sharedCC: first.cc, sharedPrv: first.prov})
+		e, err := newEnv(ctx, envOpts{clk: first.clk, sharedDB: first.db, sharedCC: first.cc, sharedM: first.meter, sharedPrv: first.prov})
 		if err != nil {
 			return Cost{}, err
 		}
@@ -380,7 +406,7 @@ func AllCosts(ctx context.Context, o CostOptions, progress func(string)) ([]Cost
 	}
 	var out []Cost
 	for _, w := range []wl{
-		{"keyless", Keyless}, {"laned", Laned}, {"keyed", Keyed}, {"email", Email},
+		{"keyless", Keyless}, {"laned", Laned}, {"trickle", Trickle}, {"keyed", Keyed}, {"email", Email},
 		{"batch25", Batch25}, {"backlog", Backlog}, {"stranded", Stranded},
 	} {
 		progress(w.name)

@@ -86,6 +86,7 @@ func isConflict(err error) bool {
 type env struct {
 	db    *ddblocal.DB
 	cc    *conflictCounter
+	meter *meter
 	eng   *outbox.Engine
 	prov  *provider
 	stats *claimStats
@@ -100,6 +101,7 @@ type envOpts struct {
 	cfg       outbox.Config
 	sharedDB  *ddblocal.DB // a second engine on the same DB
 	sharedCC  *conflictCounter
+	sharedM   *meter
 	sharedPrv *provider
 }
 
@@ -115,10 +117,11 @@ func newEnv(ctx context.Context, o envOpts) (*env, error) {
 	}
 	e := &env{clk: o.clk, stats: &claimStats{}}
 	if o.sharedDB != nil {
-		e.db, e.cc, e.prov = o.sharedDB, o.sharedCC, o.sharedPrv
+		e.db, e.cc, e.meter, e.prov = o.sharedDB, o.sharedCC, o.sharedM, o.sharedPrv
 	} else {
 		e.db = ddblocal.New(append([]ddblocal.Option{ddblocal.WithClock(o.dbClock)}, o.dbOpts...)...)
-		e.cc = &conflictCounter{DynamoDB: e.db}
+		e.meter = newMeter(e.db)
+		e.cc = &conflictCounter{DynamoDB: e.meter}
 		e.prov = newProvider(o.clk)
 	}
 	reg, err := registry(e.prov)
@@ -136,6 +139,7 @@ func newEnv(ctx context.Context, o envOpts) (*env, error) {
 		}
 	}
 	e.db.ResetCapacity()
+	e.meter.reset()
 	return e, nil
 }
 

@@ -73,21 +73,50 @@ func catchUp(m *clock.Manual, t time.Time) {
 // attempts one at a time (the real one runs 4 lane groups at once), so
 // drain times are an upper bound.
 func LatencyRun(ctx context.Context, stream bool, n int, rate float64, payloadBytes int, seed uint64) (Latency, error) {
+	l, _, err := streamRun(ctx, streamOpts{stream: stream, n: n, rate: rate, payloadBytes: payloadBytes, seed: seed})
+	return l, err
+}
+
+// StreamRun is LatencyRun that also returns what the run's actions cost;
+// with lanes > 0 its actions are laned webhooks, each of one of that many
+// lanes chosen at random: the laned trickle under stream wake-ups.
+func StreamRun(ctx context.Context, stream bool, n int, rate float64, payloadBytes int, seed uint64, lanes int) (Latency, Cost, error) {
+	return streamRun(ctx, streamOpts{stream: stream, n: n, rate: rate, payloadBytes: payloadBytes, seed: seed, lanes: lanes})
+}
+
+// streamOpts is one run of the wake-up model: n arrivals at rate per
+// second; with lanes > 0 each arrival is a member of one of that many
+// lanes, chosen at random.
+type streamOpts struct {
+	stream       bool
+	n            int
+	rate         float64
+	payloadBytes int
+	seed         uint64
+	lanes        int
+}
+
+// streamRun runs the model LatencyRun describes and returns its latency
+// and what its actions cost.
+func streamRun(ctx context.Context, o streamOpts) (Latency, Cost, error) {
+	n, rate, stream := o.n, o.rate, o.stream
 	enqClk, drnClk := clock.NewManual(Start), clock.NewManual(Start)
 	delay := ddblocal.WithFaults(ddblocal.FaultPlanFunc(func(ddblocal.Call) ddblocal.Fault { return ddblocal.Fault{Delay: CallLatency} }))
 	de, err := newEnv(ctx, envOpts{clk: drnClk, dbClock: maxClock{enqClk, drnClk},
 		dbOpts: []ddblocal.Option{delay, ddblocal.WithSleeper(sleeper)}})
 	if err != nil {
-		return Latency{}, err
+		return Latency{}, Cost{}, err
 	}
-	ee, err := newEnv(ctx, envOpts{clk: enqClk, sharedDB: de.db, sharedCC: de.cc, sharedPrv: de.prov})
+	ee, err := newEnv(ctx, envOpts{clk: enqClk, sharedDB: de.db, sharedCC: de.cc, sharedM: de.meter, sharedPrv: de.prov})
 	if err != nil {
-		return Latency{}, err
+		return Latency{}, Cost{}, err
 	}
 	ectx := context.WithValue(ctx, clockKey{}, enqClk)
 	dctx := context.WithValue(ctx, clockKey{}, drnClk)
-	rnd := rand.New(rand.NewPCG(seed, seed+1))
-	pl := payload(payloadBytes)
+	rnd := rand.New(rand.NewPCG(o.seed, o.seed+1))
+	laneRnd := rand.New(rand.NewPCG(o.seed+2, o.seed+3))
+	pl := payload(o.payloadBytes)
+	began := time.Now()
 
 	type rec struct {
 		id        string
@@ -107,9 +136,13 @@ func LatencyRun(ctx context.Context, stream bool, n int, rate float64, payloadBy
 		if done < n && nextArrival.Before(nextWake) {
 			catchUp(enqClk, nextArrival)
 			start := enqClk.Now()
-			r, err := ee.eng.Enqueue(ectx, outbox.EnqueueParams{Kind: KindWebhook, WorkspaceID: "ws-00001", Payload: pl})
+			p := outbox.EnqueueParams{Kind: KindWebhook, WorkspaceID: "ws-00001", Payload: pl}
+			if o.lanes > 0 {
+				p.LaneKey = fmt.Sprintf("order-%04d", laneRnd.IntN(o.lanes))
+			}
+			r, err := ee.eng.Enqueue(ectx, p)
 			if err != nil {
-				return Latency{}, fmt.Errorf("latency: enqueue: %w", err)
+				return Latency{}, Cost{}, fmt.Errorf("latency: enqueue: %w", err)
 			}
 			recs = append(recs, rec{id: r.Action.ID, part: r.Action.Partition, start: start, committed: enqClk.Now()})
 			pending = append(pending, len(recs)-1)
@@ -138,12 +171,12 @@ func LatencyRun(ctx context.Context, stream bool, n int, rate float64, payloadBy
 			sort.Ints(keys)
 			for _, p := range keys {
 				if _, err := de.eng.DrainPartition(dctx, p, outbox.DrainParams{Owner: "drainer", Concurrency: 1}); err != nil {
-					return Latency{}, fmt.Errorf("latency: drain: %w", err)
+					return Latency{}, Cost{}, fmt.Errorf("latency: drain: %w", err)
 				}
 			}
 		} else {
 			if _, err := de.eng.Sweep(dctx, outbox.DrainParams{Owner: "drainer", Concurrency: 1}); err != nil {
-				return Latency{}, fmt.Errorf("latency: sweep: %w", err)
+				return Latency{}, Cost{}, fmt.Errorf("latency: sweep: %w", err)
 			}
 		}
 		nextWake = nextWake.Add(every)
@@ -151,14 +184,14 @@ func LatencyRun(ctx context.Context, stream bool, n int, rate float64, payloadBy
 			nextWake = drnClk.Now()
 		}
 		if done >= n && wake.Sub(enqClk.Now()) > 10*ScheduleEvery {
-			return Latency{}, fmt.Errorf("latency: %d of %d delivered long after the last arrival", de.prov.delivered(), n)
+			return Latency{}, Cost{}, fmt.Errorf("latency: %d of %d delivered long after the last arrival", de.prov.delivered(), n)
 		}
 	}
 	lat := make([]time.Duration, 0, len(recs))
 	for _, r := range recs {
 		t, ok := de.prov.firstCall(r.id)
 		if !ok {
-			return Latency{}, fmt.Errorf("latency: %s never reached the provider", r.id)
+			return Latency{}, Cost{}, fmt.Errorf("latency: %s never reached the provider", r.id)
 		}
 		lat = append(lat, t.Sub(r.start))
 	}
@@ -167,7 +200,12 @@ func LatencyRun(ctx context.Context, stream bool, n int, rate float64, payloadBy
 	if stream {
 		mode = "stream wake-up"
 	}
-	return Latency{Mode: mode, Actions: n, Rate: rate, P50: pct(lat, 0.50), P99: pct(lat, 0.99), Max: lat[len(lat)-1]}, nil
+	if o.lanes > 0 {
+		mode += fmt.Sprintf(", laned (%d lanes)", o.lanes)
+	}
+	l := Latency{Mode: mode, Actions: n, Rate: rate, P50: pct(lat, 0.50), P99: pct(lat, 0.99), Max: lat[len(lat)-1]}
+	c := de.cost(fmt.Sprintf("%s webhook, %s, %.0f/s", map[bool]string{true: "laned", false: "keyless"}[o.lanes > 0], mode, rate), n, time.Since(began))
+	return l, c, nil
 }
 
 func pct(s []time.Duration, q float64) time.Duration {

@@ -47,3 +47,21 @@ func toF(m map[string]bool) map[string]float64 {
 	}
 	return out
 }
+
+// BreakdownTable writes where one workload's units went, call by call (the
+// meter's labels), per delivered action; rows under 0.005 units and calls
+// are left out.
+func BreakdownTable(w io.Writer, c Cost) {
+	fmt.Fprintln(w, "| call | calls/action | WRU/action | of which due | RRU/action | of which due | items per transaction |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	for _, b := range c.Breakdown {
+		if b.WRU < 0.005 && b.RRU < 0.005 && b.CallsPerAction < 0.005 {
+			continue
+		}
+		items := ""
+		if b.ItemsPerTx > 0 {
+			items = fmt.Sprintf("%.1f", b.ItemsPerTx)
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", strings.ReplaceAll(b.Label, "|", "/"), b.CallsPerAction, b.WRU, b.DueWRU, b.RRU, b.DueRRU, items)
+	}
+}
