@@ -18,11 +18,54 @@ func TestSmoke(t *testing.T) {
 	require.Greater(t, pl, 500)
 	cs, err := AllCosts(ctx, CostOptions{Payload: pl, Actions: 100, Burst: 50, Backlog: 300, Drainers: 2, Lanes: 5, PerLane: 4, Stranded: 30}, func(string) {})
 	require.NoError(t, err)
-	require.Len(t, cs, 7)
+	require.Len(t, cs, 8)
 	for _, c := range cs {
 		require.Equal(t, c.Enqueued, c.Delivered, c.Workload)
 		require.Zero(t, c.Duplicates, c.Workload)
 		require.Greater(t, c.WRU, 3.0, c.Workload)
 		require.Greater(t, c.Calls, 1.0, c.Workload)
+		requireBreakdownIsTheTotal(t, c)
 	}
+	only, err := AllCosts(ctx, CostOptions{Payload: pl, Actions: 100, Burst: 50, Stranded: 30, Only: []string{"trickle", "stranded"}}, func(string) {})
+	require.NoError(t, err)
+	require.Len(t, only, 2)
+	require.Contains(t, only[0].Workload, "laned trickle")
+	require.Contains(t, only[1].Workload, "stranded")
+}
+
+// requireBreakdownIsTheTotal: the meter books every unit and call of a
+// workload to some label, so its rows add up to the workload's totals.
+func requireBreakdownIsTheTotal(t *testing.T, c Cost) {
+	t.Helper()
+	var wru, rru, calls float64
+	for _, b := range c.Breakdown {
+		wru += b.WRU
+		rru += b.RRU
+		calls += b.CallsPerAction
+	}
+	require.InDelta(t, c.WRU, wru, 1e-6, c.Workload)
+	require.InDelta(t, c.RRU, rru, 1e-6, c.Workload)
+	require.InDelta(t, c.Calls, calls, 1e-6, c.Workload)
+}
+
+// TestStreamRunLaned: the stream wake-up model with laned arrivals
+// delivers every action once and prices it (more than a keyless action:
+// each member's enqueue writes the lane tail too).
+func TestStreamRunLaned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pl, err := PayloadFor(ctx, 1024)
+	require.NoError(t, err)
+	kl, kc, err := StreamRun(ctx, true, 200, 10, pl, 8, 0)
+	require.NoError(t, err)
+	ll, lc, err := StreamRun(ctx, true, 200, 10, pl, 8, 5)
+	require.NoError(t, err)
+	require.Contains(t, ll.Mode, "laned (5 lanes)")
+	for _, c := range []Cost{kc, lc} {
+		require.Equal(t, 200, c.Delivered, c.Workload)
+		require.Zero(t, c.Duplicates, c.Workload)
+		requireBreakdownIsTheTotal(t, c)
+	}
+	require.Greater(t, lc.WRU, kc.WRU)
+	require.Positive(t, kl.P99)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -120,6 +121,9 @@ type CostOptions struct {
 	// TrickleLanes is how many lanes the trickle workload's actions are
 	// spread over at random; default 400 (as many as a burst holds).
 	TrickleLanes int
+	// Only names the workloads AllCosts runs (keyless, laned, trickle,
+	// keyed, email, batch25, backlog, stranded); empty = all of them.
+	Only []string
 }
 
 func (o CostOptions) withDefaults() CostOptions {
@@ -409,6 +413,9 @@ func AllCosts(ctx context.Context, o CostOptions, progress func(string)) ([]Cost
 		{"keyless", Keyless}, {"laned", Laned}, {"trickle", Trickle}, {"keyed", Keyed}, {"email", Email},
 		{"batch25", Batch25}, {"backlog", Backlog}, {"stranded", Stranded},
 	} {
+		if len(o.Only) > 0 && !slices.Contains(o.Only, w.name) {
+			continue
+		}
 		progress(w.name)
 		c, err := w.f(ctx, o)
 		if err != nil {

@@ -57,6 +57,8 @@ func (r *Results) Targets() []Target {
 		d := ky.WRU - kl.WRU
 		ts = append(ts, Target{"idempotency key: extra write units over keyless", "≤ 2", fmt.Sprintf("%.2f", d), d <= 2.005, true})
 	}
+	// Issue 8's read target over every workload; the stranded head's row is
+	// issue 17's and shows by itself when it is not the worst.
 	worst, name := 0.0, ""
 	for _, c := range r.Costs {
 		if c.RRU > worst {
@@ -67,7 +69,7 @@ func (r *Results) Targets() []Target {
 		ts = append(ts, Target{"read units per action (keyless webhook)", "≤ 0.5", fmt.Sprintf("%.2f", kl.RRU), kl.RRU <= 0.505, true})
 		ts = append(ts, Target{"read units per action (worst workload: " + name + ")", "≤ 0.5", fmt.Sprintf("%.2f", worst), worst <= 0.505, true})
 	}
-	if st := r.cost("stranded"); st != nil {
+	if st := r.cost("stranded"); st != nil && st.Workload != name {
 		ts = append(ts, Target{"read units per delivered action, " + st.Workload, "≤ 0.5", fmt.Sprintf("%.2f", st.RRU), st.RRU <= 0.505, true})
 	}
 	for _, l := range r.Latency {
