@@ -122,18 +122,20 @@ func (e *Engine) reserveSeq(ctx context.Context, p int, above int64) (int64, err
 		return n, nil
 	}
 	block := int64(e.cfg.SeqBlock)
-	out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 e.table(),
-		Key:                       key(partitionPK(p), skSeq),
-		UpdateExpression:          aws.String("ADD #n :b"),
-		ExpressionAttributeNames:  map[string]string{"#n": attrSeqNext},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":b": avN(block)},
-		ReturnValues:              types.ReturnValueUpdatedNew,
-	})
+	hi, err := e.addSeq(ctx, p, block)
 	if err != nil {
-		return 0, fmt.Errorf("error reserving seq block of partition %d: %w", p, err)
+		return 0, err
 	}
-	hi := getN(out.Attributes, attrSeqNext)
+	if used := e.seqEnd[p] - 1; hi-block < used {
+		// The block overlaps one this engine reserved before: the counter
+		// went backwards, the table was created again under this engine
+		// (ferry dev after an in-memory DynamoDB came back empty). Move it
+		// past every seq this engine reserved, which the new table may hold
+		// already (design.md §3.2).
+		if hi, err = e.addSeq(ctx, p, used-hi+block); err != nil {
+			return 0, err
+		}
+	}
 	lo := hi - block + 1
 	if lo <= above {
 		// A tail newer than our block can only come from a later block: the
@@ -145,6 +147,22 @@ func (e *Engine) reserveSeq(ctx context.Context, p int, above int64) (int64, err
 	}
 	e.seqNext[p], e.seqEnd[p] = lo+1, hi+1
 	return lo, nil
+}
+
+// addSeq adds n to partition p's seq counter and returns its new value.
+func (e *Engine) addSeq(ctx context.Context, p int, n int64) (int64, error) {
+	out, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(p), skSeq),
+		UpdateExpression:          aws.String("ADD #n :b"),
+		ExpressionAttributeNames:  map[string]string{"#n": attrSeqNext},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":b": avN(n)},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("error reserving seq block of partition %d: %w", p, err)
+	}
+	return getN(out.Attributes, attrSeqNext), nil
 }
 
 // prepare builds the items of a batch of enqueues (one lane tail update per
