@@ -20,21 +20,31 @@ vet: ## go vet the runtime module
 unit: ## Go tests of the runtime module, with the race detector
 	$(GO) test -race -count=1 $(GOFLAGS_TEST) ./...
 
+# The version stamped into every binary (internal/version): git describe of
+# the newest v* tag (v0.1.0, or v0.1.0-3-gcd6075f-dirty past it; the commit
+# alone before the first tag). Without git, nothing is stamped and a binary
+# reports its module version, else "devel". BUILD_VERSION=... overrides.
+BUILD_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null)
+STAMP := $(if $(BUILD_VERSION),-X github.com/ferryhq/ferry/internal/version.stamped=$(BUILD_VERSION))
+
 # The Lambda functions (functions/*): one static bootstrap each, as Lambda's
 # provided.al2023 runtime on arm64 (Graviton) expects. LAMBDA_ARCH and
 # LAMBDA_BIN build them for another architecture elsewhere (make local builds
 # this machine's into .cache/local/bin, never into bin/, which deploys).
 FUNCTIONS := $(notdir $(wildcard functions/*))
-LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
+LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w $(STAMP)"
 LAMBDA_ARCH ?= arm64
 LAMBDA_BIN ?= bin
 
 .PHONY: build
-build: ## Build each function as bin/<function>/bootstrap (linux/arm64, static, trimmed)
+build: ## Build each function as bin/<function>/bootstrap (linux/arm64, static, trimmed, version stamped)
 	@for f in $(FUNCTIONS); do \
 	  echo "$(LAMBDA_BIN)/$$f/bootstrap"; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build $(LAMBDA_BUILD) -o $(LAMBDA_BIN)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
+	@# The CDK stack tags itself with the version the bootstraps carry.
+	@printf '%s\n' "$(or $(BUILD_VERSION),devel)" > $(LAMBDA_BIN)/VERSION
+	@echo "$(LAMBDA_BIN)/VERSION: $(or $(BUILD_VERSION),devel)"
 
 # ferry dev: the whole stack on this machine. DEV_FLAGS passes flags, e.g.
 # make dev DEV_FLAGS=--allow-private-webhooks
@@ -42,7 +52,7 @@ DEV_FLAGS ?=
 
 .PHONY: dev
 dev: ## Run the whole stack on this machine (flags: make dev DEV_FLAGS="--allow-private-webhooks")
-	$(GO) build -o .cache/bin/ferry ./cmd/ferry
+	$(GO) build -ldflags "$(STAMP)" -o .cache/bin/ferry ./cmd/ferry
 	.cache/bin/ferry dev $(DEV_FLAGS)
 
 # The Lambda Runtime Interface Emulator, installed into the project's own
@@ -66,7 +76,7 @@ LOCAL_BIN := .cache/local/bin
 local: .cache/rie-$(RIE_VERSION).stamp ## The deployed functions on this machine, wired from the synthesized template (flags: make local LOCAL_FLAGS="--allow-private-webhooks")
 	$(MAKE) --no-print-directory build
 	$(MAKE) --no-print-directory build LAMBDA_ARCH=$$($(GO) env GOARCH) LAMBDA_BIN=$(LOCAL_BIN)
-	$(GO) build -o .cache/bin/ferry ./cmd/ferry
+	$(GO) build -ldflags "$(STAMP)" -o .cache/bin/ferry ./cmd/ferry
 	.cache/bin/ferry local --rie $(RIE) --bin-dir $(LOCAL_BIN) $(LOCAL_FLAGS)
 
 .PHONY: local-test

@@ -13,6 +13,10 @@ import (
 // depend on `make build`.
 var testAssetDir string
 
+// testVersion is the version testAssetDir's VERSION file names, as
+// `make build` writes it.
+const testVersion = "v0.4.2-7-gabcdef0-dirty"
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "ferry-infra-assets-")
 	if err != nil {
@@ -27,6 +31,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, VersionFile), []byte(testVersion+"\n"), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	testAssetDir = dir
 	code := m.Run()

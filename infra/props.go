@@ -76,6 +76,11 @@ type Props struct {
 	// AssetDir holds <function>/bootstrap as built by `make build`. Default
 	// "../bin" (relative to the working directory, infra/ under make).
 	AssetDir string
+	// Version is the Ferry version the stack and every taggable resource
+	// are tagged with (VersionTagKey). Default: the version `make build`
+	// stamped into the bootstraps, read from AssetDir/VERSION; "unknown"
+	// when that file is missing.
+	Version string
 
 	// TableName is the DynamoDB table's name. Default "ferry".
 	TableName string

@@ -51,8 +51,9 @@ type Stack struct {
 // NewStack validates props and declares the Ferry stack under scope: the
 // table, the five functions with their roles and logs, the HTTP API, the
 // schedules and stream wake-up, the SES event routing (with a configuration
-// set), alarms, a dashboard, and cdk-nag's
-// AwsSolutions checks. It declares nothing when props are invalid.
+// set), alarms, a dashboard, and cdk-nag's AwsSolutions checks, all tagged
+// with the Ferry version (VersionTagKey). It declares nothing when props are
+// invalid.
 func NewStack(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	p := props.WithDefaults()
 	if err := p.Validate(); err != nil {
@@ -65,6 +66,11 @@ func NewStack(scope constructs.Construct, id string, props Props) (*Stack, error
 	if err := checkAssets(assetDir); err != nil {
 		return nil, err
 	}
+	version, err := stackVersion(&p, assetDir)
+	if err != nil {
+		return nil, err
+	}
+	p.Version = version
 
 	sp := p.StackProps
 	if sp.Description == nil {
@@ -79,6 +85,7 @@ func NewStack(scope constructs.Construct, id string, props Props) (*Stack, error
 		Rules:     map[FunctionName]awsevents.Rule{},
 		Alarms:    map[string]awscloudwatch.Alarm{},
 	}
+	s.tagVersion(p.Version)
 	// One construct per concern: Storage (the table), one per function,
 	// Api, Schedules, Alarms and the Dashboard.
 	storage := constructs.NewConstruct(s.Stack, jsii.String("Storage"))

@@ -232,6 +232,7 @@ func TestTable(t *testing.T) {
 		"SSESpecification":          map[string]any{"SSEEnabled": false},
 		"StreamSpecification":       map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
 		"DeletionProtectionEnabled": true,
+		"Tags":                      []any{map[string]any{"Key": VersionTagKey, "Value": testVersion}},
 	}
 	require.Equal(t, want, p)
 }
@@ -556,6 +557,7 @@ func TestStreamEventSourceMapping(t *testing.T) {
 			"FilterCriteria": map[string]any{"Filters": []any{map[string]any{
 				"Pattern": `{"dynamodb":{"NewImage":{"due_pk":{"S":[{"exists":true}]},"st":{"S":["ADMITTED"]}}}}`,
 			}}},
+			"Tags": []any{map[string]any{"Key": VersionTagKey, "Value": testVersion}},
 		}, p)
 	}
 }

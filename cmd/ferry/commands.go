@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 	"github.com/ferryhq/ferry/internal/operator"
 	"github.com/ferryhq/ferry/internal/outbox"
 	"github.com/ferryhq/ferry/internal/telemetry"
+	"github.com/ferryhq/ferry/internal/version"
 )
 
 func newRootCommand() *cobra.Command {
@@ -26,8 +28,10 @@ func newRootCommand() *cobra.Command {
 		Short:         "Ferry: a durable, fenced outbox for AWS Lambda and DynamoDB",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 	}
-	root.AddCommand(newDevCommand(), newDynamoDBCommand(), newTableCommand(), newLocalCommand())
+	root.SetVersionTemplate(versionLine() + "\n")
+	root.AddCommand(newDevCommand(), newDynamoDBCommand(), newTableCommand(), newLocalCommand(), newVersionCommand())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &operator.Error{Code: operator.ExitUsage, Err: err}
 	})
@@ -37,6 +41,28 @@ func newRootCommand() *cobra.Command {
 		root.AddCommand(c)
 	}
 	return root
+}
+
+// versionLine is what `ferry version` and `ferry --version` print: the
+// version first (internal/version), then the Go release and platform.
+func versionLine() string {
+	return fmt.Sprintf("ferry %s (%s %s/%s)", version.String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print Ferry's version (also --version)",
+		Long: `Prints the version of this build: the release tag it was built from (make
+stamps git describe, e.g. v0.1.0 or v0.1.0-3-gcd6075f-dirty), else the module
+version Go recorded (go install ...@v0.1.0), else "devel"; then the Go release
+and platform.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionLine())
+			return err
+		},
+	}
 }
 
 func newLogger(level string) (*slog.Logger, error) {

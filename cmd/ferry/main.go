@@ -1,8 +1,9 @@
 // Command ferry is Ferry's command line: `ferry dev` runs the whole system on
 // one machine, `ferry dynamodb` serves the embedded DynamoDB over HTTP,
-// `ferry table create` creates the table at a DynamoDB endpoint, and the
+// `ferry table create` creates the table at a DynamoDB endpoint, the
 // operator's commands (`ferry status`, `ferry actions`, `ferry subjects`)
-// read and act on any Ferry table. The exit code is operator.ExitCode's.
+// read and act on any Ferry table, and `ferry version` (or `ferry
+// --version`) says which build it is. The exit code is operator.ExitCode's.
 package main
 
 import (

@@ -72,6 +72,7 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	}
 	out := telemetry.NewLockedWriter(logOut)
 	log := telemetry.NewLogger(out, cfg.LogLevel).With(slog.String("function", "enqueue"))
+	telemetry.LogColdStart(log)
 	obs := telemetry.NewObserver(coldstart.Metrics(out, clk, "enqueue", getenv), log)
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/ddblocal"
 	"github.com/ferryhq/ferry/internal/outbox"
+	"github.com/ferryhq/ferry/internal/version"
 )
 
 func testEnv(extra map[string]string) func(string) string {
@@ -206,4 +207,48 @@ func newTestHandler(t *testing.T, logOut io.Writer) *handler {
 	h, err := newHandler(t.Context(), testEnv(nil), db, clk, logOut)
 	require.NoError(t, err)
 	return h
+}
+
+// TestColdStartNamesTheVersion: the function's first log line is its cold
+// start with the build's version; /healthz, the OpenAPI document and every
+// EMF line name the same version.
+func TestColdStartNamesTheVersion(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	var out lockedBuffer
+	invoke := lambda.NewHandler(newTestHandler(t, &out).Invoke)
+
+	first, _, _ := strings.Cut(out.String(), "\n")
+	var start map[string]any
+	require.NoError(t, json.Unmarshal([]byte(first), &start), first)
+	require.Equal(t, "cold start", start["msg"])
+	require.Equal(t, "enqueue", start["function"])
+	require.Equal(t, version.String(), start["version"])
+
+	answer := func(sample string) map[string]any {
+		raw, err := os.ReadFile("../../events/" + sample)
+		require.NoError(t, err)
+		got, err := invoke.Invoke(ctx, raw)
+		require.NoError(t, err)
+		var resp events.APIGatewayV2HTTPResponse
+		require.NoError(t, json.Unmarshal(got, &resp))
+		var body map[string]any
+		require.NoError(t, json.Unmarshal([]byte(resp.Body), &body))
+		return body
+	}
+	require.Equal(t, version.String(), answer("apigw-healthz.json")["version"])
+	require.Equal(t, version.String(), answer("apigw-openapi.json")["info"].(map[string]any)["version"])
+	answer("apigw-enqueue.json")
+
+	var emf int
+	for _, line := range strings.Split(out.String(), "\n") {
+		if !strings.Contains(line, `"_aws"`) {
+			continue
+		}
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &doc), line)
+		require.Equal(t, version.String(), doc["version"], line)
+		emf++
+	}
+	require.NotZero(t, emf)
 }

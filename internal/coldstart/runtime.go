@@ -121,6 +121,7 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 	clk := clock.System{}
 	out := telemetry.NewLockedWriter(os.Stdout)
 	log := telemetry.NewLogger(out, cfg.LogLevel).With(slog.String("function", function))
+	telemetry.LogColdStart(log)
 	obs := telemetry.NewObserver(Metrics(out, clk, function, getenv), log)
 
 	awsCfg, err := config.LoadDefaultConfig(ctx)

@@ -33,6 +33,7 @@ import (
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/devstack"
 	"github.com/ferryhq/ferry/internal/outbox"
+	"github.com/ferryhq/ferry/internal/version"
 )
 
 // The drainer, reaper and retention work on table; the enqueue function on
@@ -51,11 +52,15 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(wd, "..", "..")
 }
 
+// stampedVersion is the version build stamps, as make stamps git describe's.
+const stampedVersion = "v9.9.9-1-glambdalocal"
+
 // build compiles pkg as a Lambda bootstrap (or a plain binary) for the
 // local architecture, with the flags `make build` uses.
 func build(t *testing.T, root, pkg, out string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath",
+		"-ldflags", "-s -w -X "+version.StampVariable+"="+stampedVersion, "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	outb, err := cmd.CombinedOutput()
@@ -409,6 +414,39 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 				require.NotEmpty(t, resp, n)
 			}
 		}
+	})
+
+	// The same version in `ferry version`, each function's cold-start line,
+	// its EMF lines and /healthz.
+	t.Run("VersionEverywhere", func(t *testing.T) {
+		out, err := exec.Command(filepath.Join(bin, "ferry"), "version").Output()
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(out), "ferry "+stampedVersion+" ("), "ferry version: %s", out)
+		for _, f := range funcs {
+			var coldStarts, emf int
+			for _, line := range strings.Split(f.out.String(), "\n") {
+				var doc map[string]any
+				if json.Unmarshal([]byte(line), &doc) != nil {
+					continue // the emulator's own lines
+				}
+				if doc["msg"] == "cold start" {
+					require.Equal(t, stampedVersion, doc["version"], "%s: %s", f.name, line)
+					require.Equal(t, f.name, doc["function"], line)
+					coldStarts++
+				}
+				if _, ok := doc["_aws"]; ok {
+					require.Equal(t, stampedVersion, doc["version"], "%s: %s", f.name, line)
+					emf++
+				}
+			}
+			require.Equal(t, 1, coldStarts, "%s: one instance, one cold start", f.name)
+			require.NotZero(t, emf, "%s wrote no EMF line", f.name)
+		}
+		var resp struct {
+			Body string `json:"body"`
+		}
+		require.NoError(t, json.Unmarshal(funcs["enqueue"].invoke(t, readEvent(t, root, "apigw-healthz.json")), &resp))
+		require.JSONEq(t, `{"status":"ok","version":"`+stampedVersion+`"}`, resp.Body)
 	})
 
 	t.Run("LogsHoldNoPayload", func(t *testing.T) {

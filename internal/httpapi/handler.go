@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/outbox"
+	"github.com/ferryhq/ferry/internal/version"
 )
 
 // Options configure New.
@@ -668,21 +669,22 @@ func (h *Handler) erase(_ http.ResponseWriter, r *http.Request, p *Principal) (i
 }
 
 // healthz answers whether the API can serve: 200 while DynamoDB can be
-// read, 503 with the reason while it cannot.
+// read, 503 with the reason while it cannot; both name the build's version
+// (internal/version).
 func (h *Handler) healthz(_ http.ResponseWriter, r *http.Request, _ *Principal) (int, any, error) {
 	if h.health == nil {
-		return http.StatusOK, healthBody{Status: "ok"}, nil
+		return http.StatusOK, healthBody{Status: "ok", Version: version.String()}, nil
 	}
 	reason, err := h.health.status(r.Context())
 	if err != nil {
 		h.opts.Logger.LogAttrs(r.Context(), slog.LevelWarn, "health check failed", slog.String("error", err.Error()))
 	}
 	if reason != "" {
-		return http.StatusServiceUnavailable, healthBody{Status: "unavailable", DynamoDB: "unreachable", Reason: reason}, nil
+		return http.StatusServiceUnavailable, healthBody{Status: "unavailable", DynamoDB: "unreachable", Reason: reason, Version: version.String()}, nil
 	}
-	return http.StatusOK, healthBody{Status: "ok", DynamoDB: "reachable"}, nil
+	return http.StatusOK, healthBody{Status: "ok", DynamoDB: "reachable", Version: version.String()}, nil
 }
 
 func (h *Handler) openAPI(_ http.ResponseWriter, _ *http.Request, _ *Principal) (int, any, error) {
-	return http.StatusOK, json.RawMessage(openAPIDocument), nil
+	return http.StatusOK, json.RawMessage(servedOpenAPI()), nil
 }

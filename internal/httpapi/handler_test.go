@@ -19,6 +19,7 @@ import (
 
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/outbox"
+	"github.com/ferryhq/ferry/internal/version"
 )
 
 var testStart = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -525,10 +526,11 @@ func TestHealthAndOpenAPI(t *testing.T) {
 	b := setup(t)
 	ans := b.do(t, "GET", "/healthz", "", "")
 	require.Equal(t, http.StatusOK, ans.Status)
-	require.JSONEq(t, `{"status":"ok"}`, string(ans.Body))
+	require.JSONEq(t, `{"status":"ok","version":"`+version.String()+`"}`, string(ans.Body))
 	ans = b.do(t, "GET", "/v1/openapi.json", "", "")
 	require.Equal(t, http.StatusOK, ans.Status)
 	require.Equal(t, "3.1.0", ans.json(t)["openapi"])
+	require.Equal(t, version.String(), ans.json(t)["info"].(map[string]any)["version"])
 }
 
 // TestLogsNeverCarryPayloads checks the log lines of successful and refused

@@ -25,6 +25,7 @@ type healthBody struct {
 	Status   string `json:"status"`             // "ok" or "unavailable"
 	DynamoDB string `json:"dynamodb,omitempty"` // "reachable" or "unreachable", when checked
 	Reason   string `json:"reason,omitempty"`   // why unavailable
+	Version  string `json:"version"`            // the build (internal/version)
 }
 
 // healthCheck runs the DynamoDB check at most once per ttl (on the injected

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/version"
 )
 
 // TestHealthzReportsDynamoDB: /healthz answers 503 with a reason while the
@@ -38,7 +39,7 @@ func TestHealthzReportsDynamoDB(t *testing.T) {
 
 	status, body := get()
 	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, healthBody{Status: "ok", DynamoDB: "reachable"}, body)
+	require.Equal(t, healthBody{Status: "ok", DynamoDB: "reachable", Version: version.String()}, body)
 
 	failWith = errors.New("operation error DynamoDB: GetItem: dial tcp 127.0.0.1:8000: connect: connection refused")
 	status, _ = get()
@@ -48,7 +49,7 @@ func TestHealthzReportsDynamoDB(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	status, body = get()
 	require.Equal(t, http.StatusServiceUnavailable, status)
-	require.Equal(t, healthBody{Status: "unavailable", DynamoDB: "unreachable", Reason: "DynamoDB is unreachable"}, body)
+	require.Equal(t, healthBody{Status: "unavailable", DynamoDB: "unreachable", Reason: "DynamoDB is unreachable", Version: version.String()}, body)
 	require.Equal(t, 2, checks)
 
 	failWith = &types.ResourceNotFoundException{Message: new("Requested resource not found")}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/version"
 )
 
 type openAPIDoc struct {
@@ -83,4 +85,44 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	slices.SortFunc(fromRoutes, cmp)
 	slices.SortFunc(fromDoc, cmp)
 	require.Equal(t, fromRoutes, fromDoc)
+}
+
+// TestOpenAPIInfoVersion: the document is served with the build's version
+// as info.version, and stamping a version changes nothing else, byte for
+// byte (a "version" key elsewhere is left alone).
+func TestOpenAPIInfoVersion(t *testing.T) {
+	t.Parallel()
+	var served struct {
+		Info struct {
+			Version string `json:"version"`
+		} `json:"info"`
+	}
+	require.NoError(t, json.Unmarshal(OpenAPIDocument(), &served))
+	require.Equal(t, version.String(), served.Info.Version)
+
+	for _, tc := range []struct{ name, doc, want string }{
+		{"Document", string(openAPIDocument), ""},
+		{"Compact", `{"openapi":"3.1.0","info":{"title":"t","version":"devel"},"x":1}`,
+			`{"openapi":"3.1.0","info":{"title":"t","version":"v1.2.3-4-gabcdef0"},"x":1}`},
+		{"OtherVersionKeysFirst", `{"version":"a","paths":{"info":{"version":"b"}},"info" : { "x":[{"version":"c"}], "version" : "devel" }}`,
+			`{"version":"a","paths":{"info":{"version":"b"}},"info" : { "x":[{"version":"c"}], "version" : "v1.2.3-4-gabcdef0" }}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := withInfoVersion([]byte(tc.doc), "v1.2.3-4-gabcdef0")
+			require.NoError(t, err)
+			if tc.want != "" {
+				require.Equal(t, tc.want, string(got))
+				return
+			}
+			var before, after map[string]any
+			require.NoError(t, json.Unmarshal([]byte(tc.doc), &before))
+			require.NoError(t, json.Unmarshal(got, &after))
+			require.Equal(t, "v1.2.3-4-gabcdef0", after["info"].(map[string]any)["version"])
+			before["info"].(map[string]any)["version"] = "v1.2.3-4-gabcdef0"
+			require.Equal(t, before, after)
+		})
+	}
+	_, err := withInfoVersion([]byte(`{"info":{"title":"no version"},"version":"x"}`), "v1")
+	require.Error(t, err)
 }

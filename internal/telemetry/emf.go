@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/version"
 )
 
 // Namespace is the CloudWatch namespace of every Ferry metric.
@@ -55,10 +57,19 @@ type counter struct {
 	units  map[string]Unit
 }
 
+// KeyVersion is the plain property (and log key) naming the build that
+// wrote a line (internal/version). It is never a dimension: a new version
+// must not start new metric series.
+const KeyVersion = "version"
+
 // NewMetrics returns Metrics writing EMF lines to w, stamped by clk. props
-// are added to every line as plain properties.
+// are added to every line as plain properties, and so is the build's
+// version under KeyVersion unless props name one.
 func NewMetrics(w io.Writer, clk clock.Clock, props map[string]string) *Metrics {
-	return &Metrics{w: w, clk: clk, props: props, counters: map[string]*counter{}}
+	all := make(map[string]string, len(props)+1)
+	all[KeyVersion] = version.String()
+	maps.Copy(all, props)
+	return &Metrics{w: w, clk: clk, props: all, counters: map[string]*counter{}}
 }
 
 // DimStack names the dimension holding the deployment's stack name

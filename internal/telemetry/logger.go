@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/ferryhq/ferry/internal/version"
 )
 
 // LockedWriter serialises writes so that log lines and EMF lines sharing one
@@ -39,6 +42,13 @@ func ParseLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", s)
+}
+
+// LogColdStart writes a function's first line, at its cold start: the
+// build's version (internal/version) and Go release, so each instance's logs
+// say which build ran. The function's name is expected on log already.
+func LogColdStart(log *slog.Logger) {
+	log.Info("cold start", slog.String(KeyVersion, version.String()), slog.String("go", runtime.Version()))
 }
 
 // NewLogger returns a JSON slog logger writing to w at level.

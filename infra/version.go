@@ -1,0 +1,57 @@
+package infra
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// VersionTagKey is the tag naming the Ferry version on the stack and on
+// every resource that takes tags (the functions, the table, the API, the
+// roles...): the version the bootstraps report in `ferry version`, their
+// cold-start log lines, EMF lines and /healthz.
+const VersionTagKey = "ferry:version"
+
+// VersionFile is the file beside the bootstraps, in AssetDir, where
+// `make build` writes the version it stamped into them.
+const VersionFile = "VERSION"
+
+// UnknownVersion tags a stack whose assets carry no VersionFile (bootstraps
+// built without make) and whose Props name no Version.
+const UnknownVersion = "unknown"
+
+// tagValueRE is what CloudFormation accepts as a tag value.
+var tagValueRE = regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+\-@]{1,256}$`)
+
+// stackVersion is the version the stack is tagged with: Props.Version, else
+// the VersionFile in assetDir, else UnknownVersion.
+func stackVersion(p *Props, assetDir string) (string, error) {
+	v := p.Version
+	source := "Version"
+	if v == "" {
+		raw, err := os.ReadFile(filepath.Join(assetDir, VersionFile))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return UnknownVersion, nil
+		case err != nil:
+			return "", fmt.Errorf("AssetDir (%s): %w", assetDir, err)
+		}
+		v, source = strings.TrimSpace(string(raw)), filepath.Join(assetDir, VersionFile)
+	}
+	if !tagValueRE.MatchString(v) {
+		return "", fmt.Errorf("%s (%q) must be a tag value: 1 to 256 letters, digits, spaces or _.:/=+-@", source, v)
+	}
+	return v, nil
+}
+
+// tagVersion tags the stack, and through it every taggable resource, with
+// the version.
+func (s *Stack) tagVersion(v string) {
+	awscdk.Tags_Of(s.Stack).Add(jsii.String(VersionTagKey), jsii.String(v), nil)
+}
