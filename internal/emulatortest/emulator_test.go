@@ -446,7 +446,10 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 			Body string `json:"body"`
 		}
 		require.NoError(t, json.Unmarshal(funcs["enqueue"].invoke(t, readEvent(t, root, "apigw-healthz.json")), &resp))
-		require.JSONEq(t, `{"status":"ok","version":"`+stampedVersion+`"}`, resp.Body)
+		var health map[string]any
+		require.NoError(t, json.Unmarshal([]byte(resp.Body), &health), resp.Body)
+		require.Equal(t, "ok", health["status"], resp.Body)
+		require.Equal(t, stampedVersion, health["version"], resp.Body)
 	})
 
 	t.Run("LogsHoldNoPayload", func(t *testing.T) {
