@@ -76,6 +76,7 @@ func NewStack(scope constructs.Construct, id string, props Props) (*Stack, error
 	if sp.Description == nil {
 		sp.Description = jsii.String("Ferry: a durable, fenced outbox on AWS Lambda and DynamoDB")
 	}
+	sp.Tags = stackTags(sp.Tags, p.Version)
 	s := &Stack{
 		Stack:     awscdk.NewStack(scope, jsii.String(id), &sp),
 		Props:     &p,
@@ -85,7 +86,7 @@ func NewStack(scope constructs.Construct, id string, props Props) (*Stack, error
 		Rules:     map[FunctionName]awsevents.Rule{},
 		Alarms:    map[string]awscloudwatch.Alarm{},
 	}
-	s.tagVersion(p.Version)
+	s.tagResources(p.Version)
 	// One construct per concern: Storage (the table), one per function,
 	// Api, Schedules, Alarms and the Dashboard.
 	storage := constructs.NewConstruct(s.Stack, jsii.String("Storage"))

@@ -3,6 +3,7 @@ package infra
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -50,8 +51,21 @@ func stackVersion(p *Props, assetDir string) (string, error) {
 	return v, nil
 }
 
-// tagVersion tags the stack, and through it every taggable resource, with
-// the version.
-func (s *Stack) tagVersion(v string) {
+// stackTags returns the stack's own tags: tags (the caller's StackProps.Tags,
+// left unchanged) and the version. They are set explicitly: under the
+// feature flag @aws-cdk/core:explicitStackTags (cdk.json) Tags.Of does not
+// reach the stack itself.
+func stackTags(tags *map[string]*string, v string) *map[string]*string {
+	out := map[string]*string{}
+	if tags != nil {
+		maps.Copy(out, *tags)
+	}
+	out[VersionTagKey] = jsii.String(v)
+	return &out
+}
+
+// tagResources tags every taggable resource of the stack (the functions, the
+// table, the roles, the API...) with the version, in the template itself.
+func (s *Stack) tagResources(v string) {
 	awscdk.Tags_Of(s.Stack).Add(jsii.String(VersionTagKey), jsii.String(v), nil)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/aws/jsii-runtime-go"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,4 +58,12 @@ func TestStackVersion(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, VersionFile), []byte("\n"), 0o644))
 	_, err = stackVersion(&Props{}, dir)
 	require.ErrorContains(t, err, VersionFile)
+}
+
+func TestStackTagsKeepTheCallers(t *testing.T) {
+	own := map[string]*string{"team": jsii.String("payments")}
+	got := stackTags(&own, "v0.1.0")
+	require.Equal(t, map[string]*string{"team": jsii.String("payments"), VersionTagKey: jsii.String("v0.1.0")}, *got)
+	require.Len(t, own, 1, "the caller's map is left alone")
+	require.Equal(t, map[string]*string{VersionTagKey: jsii.String("v0.1.0")}, *stackTags(nil, "v0.1.0"))
 }
