@@ -139,14 +139,16 @@ func selectGroups(cands []candidate, limit int) [][]candidate {
 }
 
 // prefetch reads, with one consistent BatchGetItem, the predecessors of
-// group heads (outside the batch) and the reclaim candidates (EXECUTING, lease
-// over), skipping rows in seen. It adds to live the predecessors still live
-// (their lanes are blocked) and to skip the reclaim candidates that must not
-// be taken: an at-most-once action whose
-// write started, or one that expired before any write. Leaving them out
-// before the transaction spares a refused transaction.
-func (e *Engine) prefetch(ctx context.Context, p int, groups [][]candidate, seen, live, skip map[int64]bool) error {
-	pf := prefetchKeys(p, groups, seen)
+// group heads (outside the batch) and the reclaim candidates (EXECUTING,
+// lease over), skipping the rows the claim already read (r.fetched). It
+// records in r.live the predecessors still live (their lanes are blocked)
+// and in r.skip the reclaim candidates that must not be taken: an
+// at-most-once action whose write started, or one that expired before any
+// write. Leaving them out before the transaction spares a refused
+// transaction.
+func (e *Engine) prefetch(ctx context.Context, r *claimRun, groups [][]candidate) error {
+	p, live, skip := r.p, r.live, r.skip
+	pf := prefetchKeys(p, groups, r.fetched)
 	endedPreds := map[int64]int64{} // ended predecessor -> its own predecessor
 	now := e.clk.Now()
 	_, err := e.readRows(ctx, rowsRead{
@@ -245,7 +247,7 @@ func (e *Engine) unblockedGroups(ctx context.Context, r *claimRun, cands []candi
 		if len(groups) == 0 {
 			return groups, nil
 		}
-		if err := e.prefetch(ctx, r.p, groups, r.fetched, r.live, r.skip); err != nil {
+		if err := e.prefetch(ctx, r, groups); err != nil {
 			return nil, err
 		}
 		var bad map[int64]bool

@@ -30,13 +30,24 @@ type ClaimResult struct {
 
 var endedStates = []State{StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED}
 
+// claimUpdateParams describe one candidate's claim: the claimer, the claim's
+// time and the lease it gives; AnyDue takes an ADMITTED action whatever its
+// due time (RunNow); Fence sets the write fence with the claim.
+type claimUpdateParams struct {
+	Owner      string
+	Now, Lease time.Time
+	AnyDue     bool
+	Fence      bool
+}
+
 // claimUpdate builds the conditional update that claims one candidate.
 // With fence, the claim also sets the write fence (design.md §5): `wsa` is not
 // projected into the due index, so this costs no index unit.
-func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDue, fence bool) types.TransactWriteItem {
+func (e *Engine) claimUpdate(c candidate, cu claimUpdateParams) types.TransactWriteItem {
 	a := c.a
+	owner, now, lx := cu.Owner, cu.Now, cu.Lease
 	due := "#nat <= :cnow"
-	if anyDue {
+	if cu.AnyDue {
 		due = "attribute_exists(#nat)"
 	}
 	// The states a claim may take an action from are fixed in the condition,
@@ -71,7 +82,7 @@ func (e *Engine) claimUpdate(c candidate, owner string, now, lx time.Time, anyDu
 	// delete, and the end writes nothing to the index. The fence item of the
 	// same transaction records it in the partition's in-flight map.
 	upd := "SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own"
-	if fence {
+	if cu.Fence {
 		upd += ", #wsa = :cnow"
 	}
 	upd += " REMOVE #dpk, #dsk"
@@ -184,7 +195,7 @@ func (e *Engine) claimStart(ctx context.Context, p int, cp ClaimParams) (*claimR
 	}
 	if cp.OnlyID == "" {
 		var err error
-		if r.reclaims, err = e.inflightCandidates(ctx, r.h, now, r.fetched, r.live, r.renew); err != nil {
+		if r.reclaims, err = e.inflightCandidates(ctx, r); err != nil {
 			return nil, err
 		}
 	}
@@ -309,7 +320,9 @@ func (e *Engine) claimItems(r *claimRun, groups [][]candidate) claimTx {
 		for mi, c := range g {
 			tx.at[len(tx.items)] = claimPos{gi, mi}
 			// Run now takes an admitted action whatever its due time.
-			tx.items = append(tx.items, e.claimUpdate(c, r.cp.Owner, r.now, r.lx, r.cp.OnlyID != "", claimFences(c, mi)))
+			tx.items = append(tx.items, e.claimUpdate(c, claimUpdateParams{
+				Owner: r.cp.Owner, Now: r.now, Lease: r.lx, AnyDue: r.cp.OnlyID != "", Fence: claimFences(c, mi),
+			}))
 		}
 	}
 	return tx

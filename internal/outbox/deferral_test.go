@@ -50,7 +50,7 @@ func TestDeferralBoundsHeldByTheStore(t *testing.T) {
 		r, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", Payload: []byte(`{}`)})
 		require.NoError(t, err)
 		now := clk.Now()
-		it := e.claimUpdate(candidate{a: r.Action, class: IdempotentReceiver}, "claimer", now, now.Add(e.cfg.Lease), true, true)
+		it := e.claimUpdate(candidate{a: r.Action, class: IdempotentReceiver}, claimUpdateParams{Owner: "claimer", Now: now, Lease: now.Add(e.cfg.Lease), AnyDue: true, Fence: true})
 		require.NoError(t, e.transact(ctx, []types.TransactWriteItem{it}, e.token()))
 		if count > 0 {
 			_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -109,7 +109,7 @@ func TestOtherAnswersEndTheStreak(t *testing.T) {
 	claim := func() Action {
 		now := clk.Now()
 		a := mustGet(t, e, r.Action.ID)
-		it := e.claimUpdate(candidate{a: a, class: IdempotentReceiver}, "claimer", now, now.Add(e.cfg.Lease), true, true)
+		it := e.claimUpdate(candidate{a: a, class: IdempotentReceiver}, claimUpdateParams{Owner: "claimer", Now: now, Lease: now.Add(e.cfg.Lease), AnyDue: true, Fence: true})
 		require.NoError(t, e.transact(ctx, []types.TransactWriteItem{it}, e.token()))
 		return mustGet(t, e, a.ID)
 	}

@@ -187,8 +187,8 @@ func (h *fenceHold) leave(seq int64) {
 //   - anything else (a kind this build does not decode, out of attempts, an
 //     at-most-once action whose write started): left alone for the reaper
 //     or another build, and not read again by this hold.
-func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.Time,
-	fetched, live map[int64]bool, renew map[int64]time.Time) ([]candidate, error) {
+func (e *Engine) inflightCandidates(ctx context.Context, r *claimRun) ([]candidate, error) {
+	h, now := r.h, r.now
 	seqs := h.expired(now, maxInflightRead)
 	if len(seqs) == 0 {
 		return nil, nil
@@ -221,7 +221,7 @@ func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.
 		if unread[seq] {
 			continue
 		}
-		if c, ok := e.inflightRow(h, seq, rows[seq], now, fetched, live, renew); ok {
+		if c, ok := e.inflightRow(r, seq, rows[seq]); ok {
 			// A candidate not taken by this claim (limit, blocked lane,
 			// refused) is read again by the next one.
 			out = append(out, c)
@@ -232,8 +232,8 @@ func (e *Engine) inflightCandidates(ctx context.Context, h *fenceHold, now time.
 
 // inflightRow sorts out one expired in-flight entry by its row (nil: gone),
 // as inflightCandidates says; ok when it is a reclaim candidate.
-func (e *Engine) inflightRow(h *fenceHold, seq int64, it map[string]types.AttributeValue, now time.Time,
-	fetched, live map[int64]bool, renew map[int64]time.Time) (candidate, bool) {
+func (e *Engine) inflightRow(r *claimRun, seq int64, it map[string]types.AttributeValue) (candidate, bool) {
+	h, now := r.h, r.now
 	if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)) != StateEXECUTING || has(it, attrDuePK) {
 		// Gone, ended, ADMITTED (in due) or back in due. Not marked
 		// fetched: as a lane predecessor it is read again by prefetch,
@@ -241,11 +241,11 @@ func (e *Engine) inflightRow(h *fenceHold, seq int64, it map[string]types.Attrib
 		h.settle(seq)
 		return candidate{}, false
 	}
-	fetched[seq], live[seq] = true, true
+	r.fetched[seq], r.live[seq] = true, true
 	a, _ := decodeAction(it)
 	a.Payload = nil
 	if a.LeaseExpiresAt.After(now) {
-		renew[seq] = a.LeaseExpiresAt
+		r.renew[seq] = a.LeaseExpiresAt
 		return candidate{}, false
 	}
 	ad, ok := e.reg.Decodes(a.Kind, a.Variant)

@@ -30,7 +30,7 @@ func TestEveryStatePairAgainstTheStore(t *testing.T) {
 
 	claimOne := func(a Action) error {
 		now := clk.Now()
-		it := e.claimUpdate(candidate{a: a, class: IdempotentReceiver}, "claimer", now, now.Add(e.cfg.Lease), true, true)
+		it := e.claimUpdate(candidate{a: a, class: IdempotentReceiver}, claimUpdateParams{Owner: "claimer", Now: now, Lease: now.Add(e.cfg.Lease), AnyDue: true, Fence: true})
 		return e.transact(ctx, []types.TransactWriteItem{it}, e.token())
 	}
 	// make returns a fresh action in state s, read back from the store.
