@@ -57,27 +57,10 @@ func (e *Engine) ActionFind(ctx context.Context, p ActionFindParams) (*ActionFin
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	source := "scan"
-	switch {
-	case p.SubjectID != "":
-		source = "subject"
-	case p.LaneKey != "":
-		source = "lane"
-	}
-	var start map[string]types.AttributeValue
-	if p.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
-		var c findCursor
-		if err == nil {
-			err = json.Unmarshal(raw, &c)
-		}
-		if err != nil || c.Source != source || len(c.Key) == 0 {
-			return nil, &ValidationError{Field: "cursor", Message: "malformed cursor, or one of another listing"}
-		}
-		start = map[string]types.AttributeValue{}
-		for k, v := range c.Key {
-			start[k] = avS(v)
-		}
+	source := p.source()
+	start, err := decodeFindCursor(p.Cursor, source)
+	if err != nil {
+		return nil, err
 	}
 	res := &ActionFindResult{}
 	now := e.clk.Now()
@@ -102,12 +85,7 @@ func (e *Engine) ActionFind(ctx context.Context, p ActionFindParams) (*ActionFin
 		}
 		start = last
 	}
-	c := findCursor{Source: source, Key: map[string]string{}}
-	for k, v := range start {
-		c.Key[k] = getS(map[string]types.AttributeValue{k: v}, k)
-	}
-	b, _ := json.Marshal(c)
-	res.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+	res.NextCursor = encodeFindCursor(source, start)
 	return res, nil
 }
 
@@ -231,4 +209,47 @@ func (e *Engine) findSubjectPage(ctx context.Context, p ActionFindParams, start 
 		}
 	}
 	return out, q.LastEvaluatedKey, int(q.ScannedCount), nil
+}
+
+// source is where a find reads: the subject index, a lane's partition, or a
+// scan of the table.
+func (p ActionFindParams) source() string {
+	switch {
+	case p.SubjectID != "":
+		return "subject"
+	case p.LaneKey != "":
+		return "lane"
+	}
+	return "scan"
+}
+
+// decodeFindCursor reads a find's cursor (nil start when there is none); a
+// cursor of another source is refused.
+func decodeFindCursor(cursor, source string) (map[string]types.AttributeValue, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	var c findCursor
+	if err == nil {
+		err = json.Unmarshal(raw, &c)
+	}
+	if err != nil || c.Source != source || len(c.Key) == 0 {
+		return nil, &ValidationError{Field: "cursor", Message: "malformed cursor, or one of another listing"}
+	}
+	start := map[string]types.AttributeValue{}
+	for k, v := range c.Key {
+		start[k] = avS(v)
+	}
+	return start, nil
+}
+
+// encodeFindCursor is the cursor that resumes a find of source at start.
+func encodeFindCursor(source string, start map[string]types.AttributeValue) string {
+	c := findCursor{Source: source, Key: map[string]string{}}
+	for k, v := range start {
+		c.Key[k] = getS(map[string]types.AttributeValue{k: v}, k)
+	}
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
