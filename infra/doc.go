@@ -1,5 +1,5 @@
 // Package infra is Ferry's AWS CDK app: one stack with the DynamoDB table of
-// docs/adr/0001-table-layout.md, the enqueue, drainer, reaper and retention
+// docs/design.md §3, the enqueue, drainer, reaper and retention
 // functions (built by `make build` into bin/<function>/bootstrap), their
 // least-privilege roles, the HTTP API, the schedules and the stream
 // wake-up, alarms, a dashboard, and cdk-nag's AwsSolutions checks.

@@ -320,7 +320,7 @@ func (p *Props) engineConfig() outbox.Config {
 //     functions pass to it: WriteMargin < Lease (a claim must leave room
 //     for the write fence), ClockSkew < WriteMargin, Retention, RowCap.
 //  2. ProviderTimeout + ClockSkew < WriteMargin: a provider call started
-//     behind the fence ends before the lease can run out (DESIGN.md §5.7).
+//     behind the fence ends before the lease can run out (design.md §11, invariant 7).
 //  3. Functions.Drainer.Timeout > WriteMargin + ProviderTimeout: a drainer
 //     invocation can start at least one attempt with the margin the fence
 //     demands and still write its outcome.

@@ -237,7 +237,7 @@ func TestTable(t *testing.T) {
 	require.Equal(t, want, p)
 }
 
-// TestNoEndedIndex: ADR 0010 removed the `ended` index; no grant, alarm,
+// TestNoEndedIndex: the table has no `ended` index (design.md §3.6); no grant, alarm,
 // dashboard or table property may name it or its keys.
 func TestNoEndedIndex(t *testing.T) {
 	for _, s := range []*synthesized{defaultStack(t), providersStack(t), jwtStack(t)} {

@@ -11,15 +11,13 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// This file is the stack's copy of docs/adr/0001-table-layout.md as amended
-// by docs/adr/0002-engine-protocols-and-layout-changes.md,
-// docs/adr/0009-claim-takes-actions-out-of-due.md and
-// docs/adr/0010-retention-journal-instead-of-ended-index.md: every name
-// the engine relies on (keys, indexes, projections, TTL, the stream and the
-// drainer's stream filter) is here and nowhere else in infra/, so an amended
-// ADR is one edit.
+// This file is the stack's copy of the table of docs/design.md §3: every
+// name the engine relies on (keys, indexes, projections, TTL, the stream and
+// the drainer's stream filter) is here and nowhere else in infra/, so a
+// change of the table is one edit (layout_test.go compares it with the
+// engine's TableInput).
 
-// Table attribute names (ADR 0001).
+// Table attribute names (design.md §3).
 const (
 	AttrPK     = "pk"
 	AttrSK     = "sk"
@@ -31,7 +29,7 @@ const (
 	StateReady = "ADMITTED"
 )
 
-// Global secondary index names (ADR 0001; the `ended` index is gone, ADR
+// Global secondary index names (design.md §3; the `ended` index is gone, ADR
 // 0010).
 const (
 	IndexDue     = "due"
@@ -52,7 +50,7 @@ type TableIndex struct {
 var TableIndexes = []TableIndex{
 	{
 		Name: IndexDue, HashKey: AttrDuePK, SortKey: AttrDueSK,
-		// ADR 0002: without the write fence (wsa); ADR 0009: without id, nat and own.
+		// design.md §3.8: without the write fence (wsa); design.md §3.3: without id, nat and own.
 		Include: []string{"kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "xa"},
 	},
 	{Name: IndexSubject, HashKey: AttrSubPK, SortKey: AttrSK},
@@ -84,7 +82,7 @@ func DrainerStreamFilter() string {
 	return string(b)
 }
 
-// newTable declares the table of ADR 0001 with the durability and encryption
+// newTable declares the table of design.md §3 with the durability and encryption
 // settings of props.
 func newTable(scope constructs.Construct, props *Props, key awskms.IKey) awsdynamodb.Table {
 	tp := &awsdynamodb.TableProps{

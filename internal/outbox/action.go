@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// State is where an action is in its lifecycle (DESIGN.md §3). The string
+// State is where an action is in its lifecycle (design.md §3.1). The string
 // values are part of the public contract.
 type State string
 
@@ -58,7 +58,7 @@ const (
 	StopErased               StopReason = "ERASED" // a lane tombstone left by erasure
 	// StopDeferralsExhausted: the provider deferred the action more times
 	// in a row, or for longer, than Config.MaxDeferrals and
-	// Config.MaxDeferTime allow (DESIGN.md §4).
+	// Config.MaxDeferTime allow (design.md §6).
 	StopDeferralsExhausted StopReason = "DEFERRALS_EXHAUSTED"
 )
 

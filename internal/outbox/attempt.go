@@ -19,7 +19,7 @@ type attemptReport struct {
 	Fenced  bool // the write fence passed
 	// Settled: the attempt's own outcome write landed, so the action is
 	// ended, ADMITTED or back in the due index: its entry in the fence's
-	// in-flight map may go (ADR 0009).
+	// in-flight map may go (design.md §3.3).
 	Settled bool
 }
 
@@ -88,7 +88,7 @@ func (e *Engine) fenceWrite(ctx context.Context, a *Action) error {
 // the claim was a reclaim: an earlier claim's attempt may have called, and
 // the fence is the only proof of it left, so it stays (EXECUTING, lease
 // ended) and the action is never taken for one that did not start.
-// Either way the row goes back into the due index (ADR 0009). settled
+// Either way the row goes back into the due index (design.md §3.3). settled
 // reports that the write landed.
 func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err error) {
 	now := e.clk.Now().UTC()
@@ -99,7 +99,7 @@ func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err erro
 	})
 	if a.WriteStartedAt.IsZero() || (a.claim.fenced && !a.claim.reclaimed) {
 		// Back where it was due when claimed (the index's order is the
-		// claims' order, DESIGN.md §5.5).
+		// claims' order, design.md §11 (invariant 5)).
 		at := a.NextAttemptAt
 		if at.IsZero() {
 			at = now

@@ -37,7 +37,7 @@ func TestDeferralWithoutWaitBacksOffExponentially(t *testing.T) {
 
 // TestDeferralBoundsHeldByTheStore bypasses the Go decision and sends each
 // deferral write against a row on the wrong side of the bound: the row's
-// own streak refuses it (DESIGN.md §3: every transition is refused by a
+// own streak refuses it (design.md §3.1: every transition is refused by a
 // condition on the write itself).
 func TestDeferralBoundsHeldByTheStore(t *testing.T) {
 	t.Parallel()

@@ -112,7 +112,7 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestDecideDeferral holds the deferral bounds of DESIGN.md §4 (issue 13,
+// TestDecideDeferral holds the deferral bounds of design.md §6 (issue 13,
 // finding 1): a Defer without a usable wait backs off like a retry, no
 // wait reaches past the streak's time bound, and a streak at either bound
 // ends FAILED with DEFERRALS_EXHAUSTED.

@@ -299,9 +299,9 @@ func (l *endLane) dropRefusedTail(reasons []string) bool {
 const idemTTLSlack = time.Hour
 
 // idemExpire gives an ending action's idempotency record its TTL, and
-// removes the copy of the action a written-first record carries (ADR 0007):
+// removes the copy of the action a written-first record carries (design.md §4.2):
 // an ended action keeps no payload, and neither does its record. It is
-// written just before the end (ADR 0007, amended). Billed on the record's
+// written just before the end (design.md §4.2, amended). Billed on the record's
 // old size: 1 unit for a 1 KB action.
 func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) error {
 	names := map[string]string{"#ttl": attrTTL, "#id": attrID}
@@ -331,7 +331,7 @@ func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) er
 // idemUnexpire takes the TTL off an idempotency record again after the end
 // it was written for did not land (refused, or failed): while its action is
 // live (checked in the same transaction) the record must stay, so that an
-// enqueue with its key finds the action (DESIGN.md §5.6). If the action
+// enqueue with its key finds the action (design.md §11, invariant 6). If the action
 // ended meanwhile, its end wrote the TTL and this changes nothing. The copy
 // of the action does not come back: the action's row exists. Best effort:
 // only a refused or failed end pays it, and if it is lost too the record

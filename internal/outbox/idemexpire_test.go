@@ -31,12 +31,12 @@ func (f *failIdemExpire) UpdateItem(ctx context.Context, in *dynamodb.UpdateItem
 	return f.DynamoDB.UpdateItem(ctx, in, o...)
 }
 
-// Audit (ADR 0007 x ADR 0010): the written-first record carries the
+// Audit (design.md §4.2 x design.md §3.6): the written-first record carries the
 // action's payload, and only idemExpire (one write right after the end)
 // removes it. When that write is lost, nothing ever retries it: DynamoDB's
 // TTL removes the ended row (and its journal item) but the record has no
 // TTL and keeps the payload for as long as its key is not used again — an
-// ended action whose payload survives it (DESIGN.md §3, §5.10; ADR 0007
+// ended action whose payload survives it (design.md §3.1, §5.10; design.md §4.2
 // says the copy "goes when the action ends"). Expected: once the action is
 // gone, no copy of its payload is left.
 func TestAuditRecordPayloadOutlivesItsActionWhenIdemExpireIsLost(t *testing.T) {
@@ -53,7 +53,7 @@ func TestAuditRecordPayloadOutlivesItsActionWhenIdemExpireIsLost(t *testing.T) {
 	require.True(t, err == nil || errors.Is(err, context.Canceled), "%v", err)
 	got, err := e.ActionGet(ctx, r.Action.ID)
 	require.NoError(t, err)
-	// Since the fix (ADR 0007, amended) the record's write comes before the
+	// Since the fix (design.md §4.2, amended) the record's write comes before the
 	// end: lost, it keeps the end from being written (the action stays
 	// EXECUTING and is reclaimed after its lease), so no end stands with
 	// its record still carrying the payload.
@@ -99,9 +99,9 @@ func (f *failEndWrite) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	return f.DynamoDB.UpdateItem(ctx, in, o...)
 }
 
-// The record's strip and TTL are written before the end (ADR 0007,
+// The record's strip and TTL are written before the end (design.md §4.2,
 // amended); when the end then does not land, the action is live, so the
-// record's TTL is taken off again (DESIGN.md §5.6: a second enqueue with the
+// record's TTL is taken off again (design.md §11 (invariant 6): a second enqueue with the
 // key returns the action while it is retained). Its end, later, gives the
 // record its TTL again.
 func TestIdemRecordKeepsNoTTLWhileItsActionIsLive(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/ferryhq/ferry/internal/ddblocal"
 )
 
-// Audit (ADR 0009): a caller of the exported FenceTake/Claim/AttemptFinish
+// Audit (design.md §3.3): a caller of the exported FenceTake/Claim/AttemptFinish
 // (a custom driver, as Claim's doc invites) never settles in-flight
 // entries: they stay in the fence row until a later claim reads them after
 // their lease. inflightCandidates reads at most 10 rounds of 100 keys; with

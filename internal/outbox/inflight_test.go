@@ -13,7 +13,7 @@ import (
 )
 
 // A holder that takes the fence again keeps what it saw settle only when
-// nobody held the fence in between (ADR 0009): another holder may have
+// nobody held the fence in between (design.md §3.3): another holder may have
 // claimed those actions again, and their entries are then not ours to drop.
 func TestFenceRetakeForgetsSettledWhenAnotherHolderCameBetween(t *testing.T) {
 	ctx := context.Background()

@@ -11,7 +11,7 @@ import (
 	"github.com/ferryhq/ferry/internal/ddblocal"
 )
 
-// Audit (ADR 0010): the single-end paths the storetest case does not cover
+// Audit (design.md §3.6): the single-end paths the storetest case does not cover
 // (RunNow, a caller's AttemptFinish, the refusal of a proposal, the seal of
 // an abandoned written-first enqueue) journal their endings too.
 func TestAuditSingleEndPathsAreJournaled(t *testing.T) {

@@ -18,7 +18,7 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("adapter panicked: %v", e.Value) }
 
-// errorResult maps an adapter error or panic to the outcome DESIGN.md §4
+// errorResult maps an adapter error or panic to the outcome design.md §6
 // prescribes: Retry before the write fence; after it, Reread for a kind that
 // reads back, Uncertain for an at-most-once kind, Retry for an idempotent
 // receiver.
@@ -139,7 +139,7 @@ type deferBounds struct {
 	For time.Duration
 }
 
-// decideDeferral maps a Defer outcome to its write (DESIGN.md §4): the
+// decideDeferral maps a Defer outcome to its write (design.md §6): the
 // action goes back to ADMITTED, uncounted, after the provider's wait, or
 // after backoff when the provider gave none (a Retry-After of 0 or none at
 // all: backoff is the retry backoff for the deferral's number in the

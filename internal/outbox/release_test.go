@@ -28,7 +28,7 @@ func (s slowPrepare) Prepare(context.Context, *Attempt) Result {
 }
 func (s slowPrepare) Execute(context.Context, *Attempt) Result { *s.calls++; return Done("") }
 
-// Audit (ADR 0008): a claim-fenced idempotent head "counts as started from
+// Audit (design.md §5): a claim-fenced idempotent head "counts as started from
 // its claim" (it may have been sent), so it must never end as CANCELLED
 // EXPIRED ("expired before it started") nor FAILED. But when it is
 // reclaimed (its first drainer died after the call) and the reclaiming
@@ -80,7 +80,7 @@ func TestAuditReclaimedClaimFencedHeadGivenBackLosesItsStart(t *testing.T) {
 // back ADMITTED, uncounted, with the claim's fence removed (nothing could
 // have been sent); claimed from EXECUTING (a reclaim) it keeps the fence
 // and its count, EXECUTING with the lease ended, so the earlier attempt's
-// possible call is not forgotten (ADR 0008, amended).
+// possible call is not forgotten (design.md §5, amended).
 func TestClaimFencedReleaseKeepsFenceOnlyAfterReclaim(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))

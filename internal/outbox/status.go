@@ -67,7 +67,7 @@ type Status struct {
 // every row, whatever its kind. Its reads are bounded per partition: the
 // due index's first p.MaxDuePages pages, the fence item, at most 1,000
 // in-flight rows (ten BatchGetItem calls), and the retention journal's
-// items (ADR 0010) of the endings since p.EndedSince with at most
+// items (design.md §3.6) of the endings since p.EndedSince with at most
 // p.MaxEndedRows of their rows. The ended count relies on the engine's
 // Retention matching the deployment's: a longer one misses endings (their
 // journal items expire before the range read), a shorter one reads more.

@@ -15,7 +15,7 @@ import (
 
 // TableInput is the CreateTableInput of Ferry's table (docs/adr): keys,
 // the due and subject indexes, on-demand billing and a stream. (The ended
-// index of ADR 0001 is gone: ADR 0010.)
+// index of design.md §3 is gone: design.md §3.6.)
 func TableInput(name string) *dynamodb.CreateTableInput {
 	s := func(n string) types.AttributeDefinition {
 		return types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS}
@@ -50,7 +50,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 // DueProjection lists the non-key attributes the due index carries: what a
 // claim and the reaper decide on without reading the base table. The write
 // fence (wsa) is left out on purpose: the fence write then costs no index
-// write (ADR 0002). Since claims take rows out of the index (ADR 0009) no
+// write (design.md §3.8). Since claims take rows out of the index (design.md §3.3) no
 // reader needs the owner (own), the next attempt (nat: the sort key holds
 // it) or the id (the keys give it).
 func DueProjection() []string {

@@ -350,7 +350,7 @@ func (w *world) retained(id string) bool {
 }
 
 // checkDeferral keeps the row's run of deferrals from the holder's writes
-// and holds it to the configured bounds (DESIGN.md §4; issue 13): no
+// and holds it to the configured bounds (design.md §7.2): no
 // action defers more than MaxDeferrals times in a row, none waits past
 // MaxDeferTime from the first deferral of its run, and none ends
 // DEFERRALS_EXHAUSTED before either bound. A deferral's write leaves

@@ -10,7 +10,7 @@ import (
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
-// Bounded deferrals (DESIGN.md §4; issue 13, finding 1): a receiver that
+// Bounded deferrals (design.md §7.2): a receiver that
 // answers 429 with Retry-After 0 forever was called ten times a second and
 // held its lane for good.
 
