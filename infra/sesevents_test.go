@@ -2,6 +2,8 @@ package infra
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -63,6 +65,21 @@ func TestSESEventRouting(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, async)
+
+	// Least privilege, spelled out (roles.json derives it from the
+	// handler's calls; this pins what that came to): its evidence rows on
+	// the table, no index, no stream, nothing of SES or EventBridge.
+	table := "<" + s.stack.LogicalID(s.stack.Table) + ".Arn>"
+	var onTable []stmt
+	for _, st := range s.roleStatements(t, FunctionSESEvents) {
+		for _, a := range st.Actions {
+			require.NotRegexp(t, `^(ses|events|sqs|sns|secretsmanager):`, a, "sesevents needs no %s", a)
+		}
+		if slices.ContainsFunc(st.Resources, func(r string) bool { return strings.HasPrefix(r, table) }) {
+			onTable = append(onTable, st)
+		}
+	}
+	require.Equal(t, []stmt{{Actions: []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"}, Resources: []string{table}}}, onTable)
 
 	d := defaultStack(t)
 	require.Empty(t, d.resources("AWS::SES::ConfigurationSetEventDestination"), "no configuration set: nothing to route")

@@ -36,6 +36,19 @@ func (d *devTable) get(t *testing.T, id string) map[string]any {
 	return v
 }
 
+// getStatus is the HTTP status of GET /v1/actions/{id}.
+func (d *devTable) getStatus(t *testing.T, id string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, d.api+"/v1/actions/"+id, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer dev")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // TestSESDeliveryAndBounceShowUpThroughTheAPIAndTheCLI: an email sent by
 // ferry dev, then SES's Delivery and Bounce events of it (events/ samples
 // with its ferry_action_id) through the sesevents handler on the same

@@ -258,6 +258,13 @@ func TestOperatorCommandsAgainstFerryDev(t *testing.T) {
 	require.Equal(t, operator.ExitNotConfirmed, code, "no terminal and no --yes: %s", out)
 	c := d.json(t, "actions", "cancel", ids[3], "--yes")
 	require.Equal(t, "CANCELLED", c["action"].(map[string]any)["state"])
+	require.Equal(t, "CANCELLED", d.get(t, ids[3])["state"], "the API sees the cancel")
+	// An ADMITTED action waiting out a retry's backoff (a stuck lane
+	// head's case) can be cancelled too; it never runs again.
+	require.Equal(t, "ADMITTED", d.get(t, ids[12])["state"])
+	c = d.json(t, "actions", "cancel", ids[12], "--yes")
+	require.Equal(t, "CANCELLED", c["action"].(map[string]any)["state"])
+	require.Equal(t, "CANCELLED", d.get(t, ids[12])["state"])
 	out, code = d.ferry(t, "", "actions", "cancel", ids[0], "--yes")
 	require.Equal(t, operator.ExitRefused, code, out)
 	require.Contains(t, out, "ended DONE")
@@ -266,6 +273,11 @@ func TestOperatorCommandsAgainstFerryDev(t *testing.T) {
 	require.Contains(t, out, "enqueues a new action: kind webhook")
 	a := d.json(t, "actions", "admit", ids[13], "--yes")
 	require.Equal(t, "ADMITTED", a["action"].(map[string]any)["state"])
+	// Admitted means due now: ferry dev carries it out.
+	for tries := 0; d.get(t, ids[13])["state"] != "DONE"; tries++ {
+		require.Less(t, tries, 300, "ferry dev did not run the admitted proposal")
+		waitABit()
+	}
 	out, code = d.ferry(t, "", "actions", "admit", ids[2], "--yes")
 	require.Equal(t, operator.ExitRefused, code, "only a proposal can be admitted: %s", out)
 
@@ -286,6 +298,34 @@ func TestOperatorCommandsAgainstFerryDev(t *testing.T) {
 	er := d.json(t, "subjects", "erase", "acct-2", "--yes")
 	require.Equal(t, want, num(er["erased"]))
 	require.Zero(t, count("--subject", "acct-2", "--workspace", "default"))
+	for i := range opActions {
+		if i%7 == 0 && i%3 == 2 {
+			require.Equal(t, http.StatusNotFound, d.getStatus(t, ids[i]), "erased: %s", ids[i])
+		}
+	}
+	require.Equal(t, http.StatusOK, d.getStatus(t, ids[0]), "another subject's action stays")
+
+	// ferry status again: the cancels, the admitted proposal and the
+	// erasure show in its counts.
+	after := d.json(t, "status")["total"].(map[string]any)
+	erased := map[string]int{}
+	for i := range opActions {
+		if i%7 == 0 && i%3 == 2 {
+			erased[[]string{"DONE", "FAILED", "waiting", "PROPOSED", "DONE", "DONE", "DONE", "DONE", "DONE", "DONE"}[i%10]]++
+		}
+	}
+	t.Logf("status after: %v (erased by state before: %v)", after, erased)
+	ended = after["ended"].(map[string]any)
+	require.Equal(t, 7*tenth+1-erased["DONE"], num(ended["DONE"]), "the admitted proposal ended DONE; erased actions are gone")
+	require.Equal(t, tenth-erased["FAILED"], num(ended["FAILED"]))
+	require.Equal(t, 2, num(ended["CANCELLED"]))
+	require.Equal(t, tenth-1-erased["waiting"], num(after["waiting"]), "the cancelled retry no longer waits")
+	require.Zero(t, num(after["due"]))
+	out, code = d.ferry(t, "", "status")
+	require.Equal(t, operator.ExitOK, code, out)
+	for _, col := range []string{"DUE", "CLAIMED", "LEASE-EXPIRED", "WAITING", "STUCK-HEADS", "OLDEST-DUE", "IN-FLIGHT", "DONE", "FAILED", "CANCELLED", "total", "read units"} {
+		require.Contains(t, out, col)
+	}
 
 	// Usage and a missing table.
 	out, code = d.ferry(t, "", "status", "--bogus")
