@@ -125,6 +125,11 @@ func (d *devTable) json(t *testing.T, args ...string) map[string]any {
 	require.Equal(t, operator.ExitOK, code, out)
 	var v map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	if u, ok := v["dynamodb"].(map[string]any); ok {
+		// The figures of the closing note: go test -v -run
+		// TestOperatorCommandsAgainstFerryDev ./cmd/ferry | grep units
+		t.Logf("ferry %s: %v calls, %v read units, %v write units", strings.Join(args, " "), u["calls"], u["read_units"], u["write_units"])
+	}
 	return v
 }
 
