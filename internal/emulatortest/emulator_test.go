@@ -220,6 +220,10 @@ func initDuration(out string) string {
 	return m[1][:min(len(m[1]), strings.Index(m[1]+".", ".")+2)]
 }
 
+// sampleActionID is the action id in the events/ samples that name an
+// action (get, admit, cancel).
+const sampleActionID = "01m8kjt9g0bvpgyzgh00b1"
+
 func readEvent(t *testing.T, root, name string) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, "events", name))
@@ -370,6 +374,7 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 
 	t.Run("Enqueue", func(t *testing.T) {
 		f := funcs["enqueue"]
+		minted := ""
 		for _, c := range []struct {
 			event  string
 			status int
@@ -388,14 +393,27 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 				StatusCode int    `json:"statusCode"`
 				Body       string `json:"body"`
 			}
-			require.NoError(t, json.Unmarshal(f.invoke(t, readEvent(t, root, c.event)), &resp))
+			raw := readEvent(t, root, c.event)
+			if minted != "" {
+				// The samples name the action by a placeholder id: ids are
+				// minted per table (design.md §3.10).
+				raw = bytes.ReplaceAll(raw, []byte(sampleActionID), []byte(minted))
+			}
+			require.NoError(t, json.Unmarshal(f.invoke(t, raw), &resp))
 			require.Equal(t, c.status, resp.StatusCode, "%s: %s", c.event, resp.Body)
+			if c.event == "apigw-enqueue.json" {
+				var a struct {
+					ID string `json:"id"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(resp.Body), &a))
+				minted = a.ID
+			}
 		}
 		// The table: the sampled action was admitted, cancelled, then
 		// erased with its subject; the batch's laned action waits.
 		api, err := outbox.New(devstack.RemoteDynamoDB(ddbURL), clock.System{}, seedRegistry(t), outbox.Config{Table: apiTable})
 		require.NoError(t, err)
-		_, err = api.ActionGet(ctx, "11-1")
+		_, err = api.ActionGet(ctx, minted)
 		require.ErrorIs(t, err, outbox.ErrNotFound)
 		list, err := api.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "default", State: outbox.StateADMITTED, Limit: 50})
 		require.NoError(t, err)

@@ -36,6 +36,7 @@ var notDeployed = map[string]string{
 	"Drain":                   "library mode and ferrytest: drains in the caller's process",
 	"RunNow":                  "library mode: runs one action in the caller's process",
 	"AttemptFinish":           "custom drivers and tests that run attempts themselves; the drainer ends attempts inside runGroups",
+	"Claim":                   "custom drivers and tests that run attempts themselves (with AttemptFinish); the drainer claims inside DrainPartition",
 	"PreparedEnqueue.Resolve": "library mode: the caller resolves its own transaction's outcome, under its role",
 	"StatusGet":               "ferry status (internal/operator), under the operator's own credentials (docs/operations.md, Permissions)",
 	"ActionFind":              "ferry actions list and ferry subjects erase (internal/operator), under the operator's credentials",

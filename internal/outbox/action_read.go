@@ -23,20 +23,36 @@ func (e *Engine) ActionGet(ctx context.Context, id string) (*Action, error) {
 	return &a, nil
 }
 
+// getActionItem reads the row an id names (one consistent GetItem: the id
+// holds the row's key, design.md §3.10). The row must hold that very id: an
+// id made up from another's key (another time or table id) names nothing.
 func (e *Engine) getActionItem(ctx context.Context, id string) (map[string]types.AttributeValue, error) {
 	p, seq, err := ParseActionID(id)
 	if err != nil || p >= e.cfg.Partitions {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
+	it, err := e.getRow(ctx, p, seq)
+	if err != nil {
+		return nil, err
+	}
+	if getS(it, attrID) != id {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return it, nil
+}
+
+// getRow reads an action's row by its key with a consistent read. An
+// erasure tombstone (no kind: it holds nothing of the action) and a row
+// whose TTL passed are ErrNotFound.
+func (e *Engine) getRow(ctx context.Context, p int, seq int64) (map[string]types.AttributeValue, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: actionKey(p, seq), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error reading action %s: %w", id, err)
+		return nil, fmt.Errorf("error reading action %s: %w", LegacyActionID(p, seq), err)
 	}
 	if out.Item == nil || expiredByTTL(out.Item, e.clk.Now()) || !has(out.Item, attrKind) {
-		// No kind: an erasure tombstone, which holds nothing of the action.
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, LegacyActionID(p, seq))
 	}
 	return out.Item, nil
 }
@@ -171,11 +187,12 @@ func (e *Engine) Admit(ctx context.Context, id string) (*Action, error) {
 		TableName:           e.table(),
 		Key:                 actionKey(p, seq),
 		UpdateExpression:    aws.String("SET #st = :adm, #nat = :now, #dpk = :dpk, #dsk = :dsk"),
-		ConditionExpression: aws.String("#st = :prop AND (attribute_not_exists(#ttl) OR #ttl >= :nows)"),
+		ConditionExpression: aws.String("#id = :id AND #st = :prop AND (attribute_not_exists(#ttl) OR #ttl >= :nows)"),
 		ExpressionAttributeNames: map[string]string{
-			"#st": attrState, "#nat": attrNext, "#dpk": attrDuePK, "#dsk": attrDueSK, "#ttl": attrTTL,
+			"#st": attrState, "#nat": attrNext, "#dpk": attrDuePK, "#dsk": attrDueSK, "#ttl": attrTTL, "#id": attrID,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":id":  avS(id),
 			":adm": avS(string(StateADMITTED)), ":prop": avS(string(StatePROPOSED)), ":now": avMs(now),
 			":dpk": avS(duePK(p)), ":dsk": avS(timeSK(now, seq)), ":nows": avN(now.Unix()),
 		},
@@ -194,7 +211,7 @@ func (e *Engine) Admit(ctx context.Context, id string) (*Action, error) {
 func (e *Engine) transitionErr(id string, to State, err error) error {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if len(ccf.Item) == 0 || expiredByTTL(ccf.Item, e.clk.Now()) {
+		if len(ccf.Item) == 0 || expiredByTTL(ccf.Item, e.clk.Now()) || getS(ccf.Item, attrID) != id {
 			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		return &TransitionError{ID: id, From: State(getS(ccf.Item, attrState)), To: to}

@@ -125,7 +125,7 @@ func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err erro
 		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
 	})
 	if err != nil && !isCondFailed(err) {
-		return false, fmt.Errorf("error releasing action %s: %w", a.ID, err)
+		return false, fmt.Errorf("error releasing action %s: %w", a.Label(), err)
 	}
 	return err == nil, nil
 }
@@ -206,7 +206,7 @@ type attemptRun struct {
 func (e *Engine) attemptRow(ctx context.Context, claimed Action, row map[string]types.AttributeValue) (Action, bool, error) {
 	a, ok := usableClaimedRow(row, &claimed, e.clk.Now())
 	if !ok {
-		it, err := e.getActionItem(ctx, claimed.ID)
+		it, err := e.getRow(ctx, claimed.Partition, claimed.Seq)
 		if err != nil {
 			return Action{}, false, nil //nolint:nilerr // erased: nothing to do
 		}
@@ -233,7 +233,7 @@ func (e *Engine) leaseForCall(ctx context.Context, a *Action) (held bool, err er
 			e.obs.FenceRefused(a)
 			return false, nil
 		}
-		return false, fmt.Errorf("error renewing lease of %s: %w", a.ID, err)
+		return false, fmt.Errorf("error renewing lease of %s: %w", a.Label(), err)
 	}
 	return true, nil
 }
@@ -476,7 +476,7 @@ func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*A
 	if res.Outcome <= OutcomeNone || res.Outcome >= OutcomeAbandoned {
 		return nil, &ValidationError{Field: "outcome", Message: fmt.Sprintf("outcome %s cannot be written", res.Outcome)}
 	}
-	it, err := e.getActionItem(ctx, held.ID)
+	it, err := e.getRow(ctx, held.Partition, held.Seq)
 	if err != nil {
 		return nil, err
 	}
@@ -492,9 +492,9 @@ func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*A
 		return nil, err
 	}
 	if refused {
-		return nil, fmt.Errorf("action %s epoch %d owner %q: %w", held.ID, held.Epoch, held.Owner, ErrNotHeld)
+		return nil, fmt.Errorf("action %s epoch %d owner %q: %w", cur.ID, held.Epoch, held.Owner, ErrNotHeld)
 	}
-	return e.ActionGet(ctx, held.ID)
+	return e.ActionGet(ctx, cur.ID)
 }
 
 // errNoCallBudget is the cause recorded when the write fence landed too late

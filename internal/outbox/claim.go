@@ -124,8 +124,33 @@ const maxClaimWindow = 512
 // sets its write fence (design.md §5): from then on it counts as started (the
 // returned Action's WriteStartedAt is set), and a caller that does not run
 // it should finish it with a Retry (AttemptFinish) rather than let its lease
-// run out.
+// run out. The claimed actions carry their ids: the due index does not
+// project them, so Claim reads the rows once more for them (eventually
+// consistent; the drainer's own claim reads the rows anyway, for their
+// payloads).
 func (e *Engine) Claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult, error) {
+	res, err := e.claim(ctx, p, cp)
+	if err != nil || res.Claimed == 0 {
+		return res, err
+	}
+	rows := e.readClaimed(ctx, p, res.Groups)
+	for _, g := range res.Groups {
+		for i := range g {
+			if g[i].ID != "" {
+				continue
+			}
+			if it, ok := rows[g[i].Seq]; ok && getS(it, attrID) != "" {
+				g[i].ID = getS(it, attrID)
+			} else if it, err := e.getRow(ctx, p, g[i].Seq); err == nil {
+				g[i].ID = getS(it, attrID)
+			}
+		}
+	}
+	return res, nil
+}
+
+// claim is Claim without the ids of the claimed actions.
+func (e *Engine) claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult, error) {
 	r, err := e.claimStart(ctx, p, cp)
 	if err != nil {
 		return nil, err
@@ -394,12 +419,12 @@ func (e *Engine) claimReadBack(ctx context.Context, h *fenceHold, groups [][]can
 	for _, g := range groups {
 		var run []Action
 		for i, c := range g {
-			it, err := e.getActionItem(ctx, c.a.ID)
+			it, err := e.getRow(ctx, c.a.Partition, c.a.Seq)
 			if errors.Is(err, ErrNotFound) {
 				break
 			}
 			if err != nil {
-				return nil, fmt.Errorf("error reading back claim of %s: %w", c.a.ID, err)
+				return nil, fmt.Errorf("error reading back claim of %s: %w", c.a.Label(), err)
 			}
 			a, _ := decodeAction(it)
 			if a.State != StateEXECUTING || a.Epoch != c.a.Epoch+1 || a.Owner != owner {

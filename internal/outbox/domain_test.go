@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,7 +174,8 @@ func TestBackoffWithInjectedJitter(t *testing.T) {
 
 func TestActionIDRoundTrip(t *testing.T) {
 	t.Parallel()
-	id := ActionID(7, 42)
+	// The legacy form, minted before global ids, still reads.
+	id := LegacyActionID(7, 42)
 	require.Equal(t, "7-42", id)
 	p, s, err := ParseActionID(id)
 	require.NoError(t, err)
@@ -182,6 +184,43 @@ func TestActionIDRoundTrip(t *testing.T) {
 	for _, bad := range []string{"", "7", "7-", "-1", "a-1", "1-b", "07-1", "1-01", "1-0", "-1-2", "1-2-3"} {
 		_, _, err := ParseActionID(bad)
 		require.Error(t, err, bad)
+	}
+	// The global form: time, table id, partition, seq.
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	id = NewActionID(t0, 0x123456789a, 4095, 1<<62)
+	require.Len(t, id, idMaxChars)
+	p, s, err = ParseActionID(id)
+	require.NoError(t, err)
+	require.Equal(t, 4095, p)
+	require.EqualValues(t, int64(1)<<62, s)
+	short := NewActionID(t0, 7, 0, 1)
+	require.Len(t, short, idFixedChars+1)
+	p, s, err = ParseActionID(short)
+	require.NoError(t, err)
+	require.Equal(t, 0, p)
+	require.EqualValues(t, 1, s)
+	for _, bad := range []string{short[:idFixedChars], short + "0" + "-", short[:idFixedChars] + "0", short[:idFixedChars] + "01",
+		"I" + short[1:], strings.ToUpper(short), short[:5] + "u" + short[6:], id + "0"} {
+		_, _, err := ParseActionID(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+// TestActionIDsAreTimeOrderedAndGlobal is issue 13, finding 4: ids were
+// per-table counters (0-1, 1-1, 2-754), so a fresh table, a second stack
+// or a `ferry dev` restart handed the same webhook-id out again. The same
+// key in two tables, or at two times, gives two ids; ids sort by time.
+func TestActionIDsAreTimeOrderedAndGlobal(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	a := NewActionID(t0, 1, 0, 1)
+	require.NotEqual(t, a, NewActionID(t0, 2, 0, 1), "another table")
+	require.NotEqual(t, a, NewActionID(t0.Add(time.Millisecond), 1, 0, 1), "a restored table, later")
+	var prev string
+	for i, at := range []time.Time{t0, t0.Add(time.Millisecond), t0.Add(time.Hour), t0.AddDate(30, 0, 0)} {
+		id := NewActionID(at, uint64(100-i), 9-i, int64(1000-i))
+		require.Greater(t, id, prev, "ids sort by their time first")
+		prev = id
 	}
 	require.Equal(t, "A#00000000000000000042", actionSK(42))
 	require.Equal(t, "0000000001000#00000000000000000042", timeSK(time.UnixMilli(1000), 42))

@@ -165,7 +165,7 @@ func (e *Engine) renewFence(ctx context.Context, h *fenceHold, p *DrainParams, r
 // drainBatch claims one batch and runs it; more says the partition may
 // have more due work.
 func (e *Engine) drainBatch(ctx context.Context, partition int, h *fenceHold, p DrainParams, res *DrainResult) (more bool, err error) {
-	cr, err := e.Claim(ctx, partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: p.BatchSize, hold: h})
+	cr, err := e.claim(ctx, partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: p.BatchSize, hold: h})
 	if errors.Is(err, ErrFenceRefused) {
 		res.FenceRefusals++
 		return false, nil
@@ -368,7 +368,7 @@ func (e *Engine) RunNow(ctx context.Context, id string) (*Action, error) {
 		return nil, err
 	}
 	defer func() { _ = e.fenceRelease(context.WithoutCancel(ctx), h) }()
-	cr, err := e.Claim(ctx, a.Partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: 1, OnlyID: id, hold: h})
+	cr, err := e.claim(ctx, a.Partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: 1, OnlyID: id, hold: h})
 	if err != nil {
 		return nil, err
 	}
@@ -453,7 +453,7 @@ func (e *Engine) makeRowDue(ctx context.Context, a Action, now time.Time) error 
 		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
 	})
 	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("error making %s due: %w", a.ID, err)
+		return fmt.Errorf("error making %s due: %w", a.Label(), err)
 	}
 	return nil
 }

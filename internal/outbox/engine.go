@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,9 @@ type Engine struct {
 
 	tokens atomic.Uint64 // client request token counter
 	tokPre string
+
+	ident  identityCache // the table's identity, once read (ident.go)
+	idRand io.Reader     // where a new table's identity comes from
 }
 
 // New builds an engine. It applies Config defaults and validates them.
@@ -89,6 +93,13 @@ func New(db DynamoDB, clk clock.Clock, reg *Registry, cfg Config, opts ...Option
 	}
 	for _, o := range opts {
 		o(e)
+	}
+	// A table's identity must differ from every other table's: it comes
+	// from the operating system, unless the caller injected a source to
+	// replay runs with (WithRand: the simulator).
+	e.idRand = osRandom
+	if e.rnd != nil {
+		e.idRand = rngReader{e}
 	}
 	if e.rnd == nil {
 		seed := uint64(clk.Now().UnixNano())
@@ -150,6 +161,16 @@ func (e *Engine) backoff(attempt int) (d int64) {
 	e.rndMu.Lock()
 	defer e.rndMu.Unlock()
 	return int64(e.boff.Delay(attempt, e.rnd))
+}
+
+// rngReader reads bytes from the engine's injected source.
+type rngReader struct{ e *Engine }
+
+func (r rngReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r.e.uint64())
+	}
+	return len(p), nil
 }
 
 // token returns a fresh ClientRequestToken (at most 36 characters).

@@ -174,6 +174,12 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 	if err != nil {
 		return nil, nil, err
 	}
+	// The table's id goes into every action id (design.md §3.10): read
+	// once per process.
+	ident, err := e.identity(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	lanes := newLaneTails()
 	out := make([]*prepared, 0, len(ps))
 	for i := range ps {
@@ -181,7 +187,7 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 		if err != nil {
 			return nil, nil, err
 		}
-		out = append(out, e.newPrepared(&ps[i], valid[i], pl, now))
+		out = append(out, e.newPrepared(&ps[i], valid[i], pl, now, ident.tableID))
 	}
 	laneItems, err := e.successorLinks(ctx, out)
 	if err != nil {
@@ -261,13 +267,13 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 
 // newPrepared builds a new action and its items: the action's put and,
 // when keyed, its idempotency record's put (design.md §4.3-§4.5).
-func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now time.Time) *prepared {
+func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now time.Time, tableID uint64) *prepared {
 	maxAtt := p.MaxAttempts
 	if maxAtt == 0 {
 		maxAtt = e.cfg.MaxAttempts
 	}
 	a := Action{
-		ID: ActionID(pl.part, pl.seq), Kind: p.Kind, Variant: v.variant, WorkspaceID: p.WorkspaceID,
+		ID: NewActionID(now, tableID, pl.part, pl.seq), Kind: p.Kind, Variant: v.variant, WorkspaceID: p.WorkspaceID,
 		LaneKey: p.LaneKey, IdempotencyKey: p.IdempotencyKey, SubjectID: p.SubjectID,
 		State: StateADMITTED, MaxAttempts: maxAtt, Payload: p.Payload,
 		Partition: pl.part, Seq: pl.seq, PrevSeq: pl.prev, CreatedAt: now, NextAttemptAt: now,

@@ -16,7 +16,7 @@ import (
 func TestIdemRecordRebuildsTheAction(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 123e6, time.UTC)
 	base := Action{
-		ID: ActionID(3, 77), Kind: "webhook", WorkspaceID: "ws-1", IdempotencyKey: "order#42",
+		ID: NewActionID(t0, 0xabcdef0123, 3, 77), Kind: "webhook", WorkspaceID: "ws-1", IdempotencyKey: "order#42",
 		State: StateADMITTED, MaxAttempts: 8, Payload: []byte(`{"url":"https://x","n":1}`),
 		Partition: 3, Seq: 77, CreatedAt: t0, NextAttemptAt: t0,
 	}
@@ -50,7 +50,7 @@ func TestIdemRecordRebuildsTheAction(t *testing.T) {
 func TestIdemRecordOfA1KBActionFitsOneUnit(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	a := Action{
-		ID: ActionID(15, 123456), Kind: "webhook", WorkspaceID: "ws-00001", IdempotencyKey: "order-00001999",
+		ID: NewActionID(t0, 0xabcdef0123, 15, 123456), Kind: "webhook", WorkspaceID: "ws-00001", IdempotencyKey: "order-00001999",
 		State: StateADMITTED, MaxAttempts: 8, Partition: 15, Seq: 123456, CreatedAt: t0, NextAttemptAt: t0,
 	}
 	// The payload that makes the keyless action's item, executing with its

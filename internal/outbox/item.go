@@ -71,25 +71,6 @@ func laneSK(ws, lane string) string { return "L#" + ws + "#" + lane }
 func idemPK(ws, key string) string  { return "K#" + ws + "#" + key }
 func subPK(ws, subj string) string  { return ws + "#" + subj }
 
-// ActionID formats the id of the action at (partition, seq).
-func ActionID(partition int, seq int64) string {
-	return strconv.Itoa(partition) + "-" + strconv.FormatInt(seq, 10)
-}
-
-// ParseActionID splits an id made by ActionID.
-func ParseActionID(id string) (partition int, seq int64, err error) {
-	ps, ss, ok := strings.Cut(id, "-")
-	if !ok {
-		return 0, 0, fmt.Errorf("action id %q: want <partition>-<seq>", id)
-	}
-	p, err1 := strconv.Atoi(ps)
-	s, err2 := strconv.ParseInt(ss, 10, 64)
-	if err1 != nil || err2 != nil || p < 0 || s < 1 || strconv.Itoa(p) != ps || strconv.FormatInt(s, 10) != ss {
-		return 0, 0, fmt.Errorf("action id %q: want <partition>-<seq>", id)
-	}
-	return p, s, nil
-}
-
 // LanePartition is the partition of a lane: FNV-1a 32 of the workspace and
 // lane key, modulo the partition count. The workspace is part of a lane's
 // identity, so two tenants' lanes of the same name do not serialise.
@@ -238,9 +219,6 @@ func decodeAction(it map[string]types.AttributeValue) (Action, bool) {
 		Owner:          getS(it, attrOwner),
 		Deferrals:      int(getN(it, attrDefers)),
 		DeferredSince:  getMs(it, attrDeferAt),
-	}
-	if a.ID == "" {
-		a.ID = ActionID(p, seq)
 	}
 	if pl := getS(it, attrPayload); pl != "" {
 		a.Payload = json.RawMessage(pl)

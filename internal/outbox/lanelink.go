@@ -35,7 +35,7 @@ func (e *Engine) readLinks(ctx context.Context, p int, seq int64) (map[string]ty
 		ExpressionAttributeNames: map[string]string{"#st": attrState, "#prev": attrPrev, "#nxt": attrSucc},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error reading lane links of %s: %w", ActionID(p, seq), err)
+		return nil, fmt.Errorf("error reading lane links of %s: %w", LegacyActionID(p, seq), err)
 	}
 	if len(out.Item) == 0 {
 		return nil, nil

@@ -127,7 +127,7 @@ func usableClaimedRow(it map[string]types.AttributeValue, claimed *Action, now t
 		return Action{}, false
 	}
 	a, ok := decodeAction(it)
-	if !ok || a.ID != claimed.ID {
+	if !ok || a.Partition != claimed.Partition || a.Seq != claimed.Seq {
 		return Action{}, false
 	}
 	switch {

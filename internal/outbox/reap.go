@@ -107,7 +107,7 @@ func (e *Engine) reapOne(ctx context.Context, r reapRow, now time.Time, res *Rea
 			return nil
 		}
 		// The due index does not carry the write fence: read the row.
-		full, err := e.getActionItem(ctx, r.a.ID)
+		full, err := e.getRow(ctx, r.a.Partition, r.a.Seq)
 		if err != nil {
 			return nil //nolint:nilerr // gone meanwhile: nothing to reap
 		}
@@ -184,7 +184,7 @@ func reapWaiting(a *Action, now time.Time) (reapVerdict, bool) {
 // reapEnd writes the reaper's end of an action, unless it moved on since it
 // was read, and counts it.
 func (e *Engine) reapEnd(ctx context.Context, a *Action, v reapVerdict, res *ReapResult) error {
-	full, err := e.getActionItem(ctx, a.ID)
+	full, err := e.getRow(ctx, a.Partition, a.Seq)
 	if err != nil {
 		return nil //nolint:nilerr // gone meanwhile: nothing to reap
 	}

@@ -94,7 +94,7 @@ func TestFencingCheckOfClaimFencedCalls(t *testing.T) {
 			tok := &token{name: "t1", kind: tc.kind, maybeSent: map[string]bool{}}
 			w.rows["0-1"] = &row{id: "0-1", tok: tok, gone: tc.gone, goneAt: 10, claims: tc.claims}
 			p := &proc{name: "d1@new1", kind: "drainer", owner: "d1", pending: map[*callRec]bool{}}
-			w.checkCallStart(p, tok, &outbox.Attempt{Action: outbox.Action{ID: "0-1", Epoch: 3}})
+			w.checkCallStart(p, tok, &outbox.Attempt{Action: outbox.Action{ID: "0-1", Partition: 0, Seq: 1, Epoch: 3}})
 			if tc.ok {
 				require.Empty(t, w.res.Violations)
 				return

@@ -86,7 +86,7 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 	}
 	part, _ := strconv.Atoi(pk[2:])
 	seq, _ := strconv.ParseInt(sk[2:], 10, 64)
-	id := outbox.ActionID(part, seq)
+	id := outbox.LegacyActionID(part, seq)
 	if c.NewImage != nil && state(c.NewImage) == outbox.StateADMITTED && (!has(c.NewImage, "due_pk") || !has(c.NewImage, "due_sk")) {
 		// Audit: an ADMITTED action is found only through the due index
 		// (design.md §3.3 drops in-flight entries of ADMITTED rows), so every

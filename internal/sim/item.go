@@ -81,3 +81,7 @@ func rowState(it map[string]types.AttributeValue) string {
 	}
 	return s
 }
+
+// keyID labels an action by its key, as the simulator's rows are kept
+// (the ids the engine mints are of no concern to its checks).
+func keyID(a *outbox.Action) string { return outbox.LegacyActionID(a.Partition, a.Seq) }

@@ -116,36 +116,36 @@ func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	}
 	t := w.tokens[tokenOf(att.Action.Payload)]
 	if t == nil {
-		w.violate("nothing-lost", []string{att.Action.ID}, "provider call for %s with an unknown payload", att.Action.ID)
+		w.violate("nothing-lost", []string{keyID(&att.Action)}, "provider call for %s with an unknown payload", keyID(&att.Action))
 		return outbox.Result{Err: errProvider}
 	}
 	now := w.clk.Now()
 	w.checkCallStart(p, t, att)
-	deadline := w.callDeadline(ctx, att.Action.ID, now)
+	deadline := w.callDeadline(ctx, keyID(&att.Action), now)
 	b := w.drawBehaviour()
 	if t.deferring && !w.quiet {
 		b = behaviour{name: "defer", res: outbox.Defer(0, errProvider)}
 	}
-	rec := &callRec{tok: t, p: p, id: att.Action.ID, start: now, deadline: deadline,
+	rec := &callRec{tok: t, p: p, id: keyID(&att.Action), start: now, deadline: deadline,
 		accepted: b.accept, inflight: true}
 	w.calls = append(w.calls, rec)
 	t.execs++
 	if a.spec.Class == outbox.AtMostOnce && (b.accept || (b.name != "retry" && b.name != "defer" && b.name != "failed" && b.name != "cancelled")) {
-		t.maybeSent[att.Action.ID] = true
+		t.maybeSent[keyID(&att.Action)] = true
 	}
-	w.tracef(p, "provider %s call %d for %s (%s attempt %d epoch %d): %s", a.spec.Class, t.execs, att.Action.ID, t.name, att.Number, att.Action.Epoch, b.name)
+	w.tracef(p, "provider %s call %d for %s (%s attempt %d epoch %d): %s", a.spec.Class, t.execs, keyID(&att.Action), t.name, att.Number, att.Action.Epoch, b.name)
 	if b.accept {
-		w.accept(t, rec, a.spec.Class, att.Action.ID)
+		w.accept(t, rec, a.spec.Class, keyID(&att.Action))
 		if a.spec.Class == outbox.AtMostOnce && w.opt.Broken&BreakProviderTwice != 0 {
 			second := *rec
 			t.execs++
-			w.accept(t, &second, a.spec.Class, att.Action.ID)
+			w.accept(t, &second, a.spec.Class, keyID(&att.Action))
 		}
 	}
 	if !b.accept && b.name != "retry" && b.name != "defer" && b.name != "failed" && b.name != "cancelled" {
 		rec.flagged = "the provider answered " + b.name
 	}
-	p.yield("in provider call " + att.Action.ID)
+	p.yield("in provider call " + keyID(&att.Action))
 	rec.inflight = false
 	if p.killed {
 		rec.flagged = "drainer killed during the provider call"
@@ -158,7 +158,7 @@ func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 		if rec.flagged == "" && b.accept {
 			rec.flagged = "the provider call outlived its deadline"
 		}
-		w.tracef(p, "provider call for %s ran past its deadline", att.Action.ID)
+		w.tracef(p, "provider call for %s ran past its deadline", keyID(&att.Action))
 		return outbox.Result{Err: context.DeadlineExceeded}
 	}
 	if b.accept && b.name != "done" && rec.flagged == "" {
@@ -168,7 +168,7 @@ func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 		panic("simulated provider panic")
 	}
 	if b.name == "defer" {
-		p.deferred[att.Action.ID] = att.Action.Epoch
+		p.deferred[keyID(&att.Action)] = att.Action.Epoch
 	}
 	if b.name == "done" {
 		if a.spec.Class == outbox.IdempotentReceiver && w.opt.Broken&BreakIdemResend != 0 {
@@ -224,7 +224,7 @@ func (w *world) accept(t *token, rec *callRec, class outbox.DeliveryClass, id st
 // For it, and only for it, an erased row passes when the claim of this
 // epoch, by this holder, set the fence and committed before the erasure.
 func (w *world) checkCallStart(p *proc, t *token, att *outbox.Attempt) {
-	id := att.Action.ID
+	id := keyID(&att.Action)
 	r := w.rows[id]
 	if r == nil {
 		w.violate("fencing", []string{id}, "provider call for %s, which is not in the table", id)
@@ -329,7 +329,7 @@ func (a *rbAdapter) ReadBack(ctx context.Context, att *outbox.Attempt) outbox.Re
 	if p == nil || p.killed {
 		return outbox.Result{Err: errKilled}
 	}
-	p.yield("in provider read-back " + att.Action.ID)
+	p.yield("in provider read-back " + keyID(&att.Action))
 	if p.killed {
 		return outbox.Result{Err: errKilled}
 	}
@@ -341,12 +341,12 @@ func (a *rbAdapter) ReadBack(ctx context.Context, att *outbox.Attempt) outbox.Re
 	switch x := w.rng.Float64(); {
 	case !w.quiet && x < 0.1:
 		res = outbox.Reread(randDur(w.rng, 0, 30e9), fmt.Errorf("cannot tell yet"))
-	case t.effectRef[att.Action.ID] != "" && w.opt.Broken&BreakReadBackBlind == 0:
-		res = outbox.Done(t.effectRef[att.Action.ID])
+	case t.effectRef[keyID(&att.Action)] != "" && w.opt.Broken&BreakReadBackBlind == 0:
+		res = outbox.Done(t.effectRef[keyID(&att.Action)])
 	case !w.quiet && x < 0.15:
 		res = outbox.Cancelled(outbox.StopAbsent, nil)
 	}
-	w.tracef(p, "provider read-back of %s (%s): %s", att.Action.ID, t.name, res.Outcome)
+	w.tracef(p, "provider read-back of %s (%s): %s", keyID(&att.Action), t.name, res.Outcome)
 	return res
 }
 

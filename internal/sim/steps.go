@@ -250,8 +250,12 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 		w.tracef(p, "%s: error %s", what, shortErr(err))
 		return
 	}
-	id := res.Action.ID
+	id := keyID(&res.Action)
 	w.tracef(p, "%s: %s existing=%v", what, id, res.Existing)
+	if k, ok := w.minted[res.Action.ID]; ok && k != id {
+		w.violate("ids", []string{k, id}, "action id %s was given to %s and to %s", res.Action.ID, k, id)
+	}
+	w.minted[res.Action.ID] = id
 	t.acked = true
 	if res.Existing {
 		known := false
@@ -474,14 +478,16 @@ func (w *world) finalChecks() {
 		}
 		for _, it := range out.Items {
 			if s := str(it, "sk"); len(s) > 2 && s[:2] == "A#" && str(it, "sr") != "ERASED" {
-				seen[str(it, "id")] = true
+				part, _ := strconv.Atoi(strings.TrimPrefix(str(it, "pk"), "P#"))
+				seq, _ := strconv.ParseInt(s[2:], 10, 64)
+				seen[outbox.LegacyActionID(part, seq)] = true
 			}
 			if s := str(it, "sk"); strings.HasPrefix(s, "R#") {
 				part, _ := strconv.Atoi(strings.TrimPrefix(str(it, "pk"), "P#"))
 				if ns, ok := it["seqs"].(*types.AttributeValueMemberNS); ok {
 					for _, v := range ns.Value {
 						seq, _ := strconv.ParseInt(v, 10, 64)
-						journaled[outbox.ActionID(part, seq)] = true
+						journaled[outbox.LegacyActionID(part, seq)] = true
 					}
 				}
 			}

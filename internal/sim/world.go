@@ -205,7 +205,10 @@ type world struct {
 	// recCopy: the idempotency records (by pk) that carry a copy of their
 	// action, and that action's id (design.md §4.2).
 	recCopy map[string]string
-	calls   []*callRec // provider calls still in flight
+	// minted: every action id an enqueue answered, and the row key it
+	// names (ids are never handed out twice, design.md §3.10).
+	minted map[string]string
+	calls  []*callRec // provider calls still in flight
 
 	excused map[string]string // live at the end, and why that is allowed
 }
@@ -287,6 +290,7 @@ func newWorld(opt Options) *world {
 		inflight: map[int]map[int64]bool{},
 		outOfDue: map[string]bool{},
 		recCopy:  map[string]string{},
+		minted:   map[string]string{},
 		res: &Result{Seed: opt.Seed, Steps: opt.Steps, Faults: map[string]int{}, Actions: map[string]int{},
 			Ops: map[string]int{}},
 	}

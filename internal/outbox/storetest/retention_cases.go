@@ -71,7 +71,8 @@ func (tb *bundle) journal(t *testing.T) []journalEntry {
 	return out
 }
 
-// journaled lists the ids the journal names, sorted.
+// journaled lists the ids the journal names (of the actions tb.enqueue
+// made; others by their key), sorted.
 func (tb *bundle) journaled(t *testing.T) []string {
 	t.Helper()
 	var ids []string
@@ -79,7 +80,13 @@ func (tb *bundle) journaled(t *testing.T) []string {
 		p, err := strconv.Atoi(strings.TrimPrefix(j.pk, "P#"))
 		require.NoError(t, err)
 		for _, s := range j.seqs {
-			ids = append(ids, outbox.ActionID(p, s))
+			k := outbox.LegacyActionID(p, s)
+			tb.keysMu.Lock()
+			if id, ok := tb.byKey[k]; ok {
+				k = id
+			}
+			tb.keysMu.Unlock()
+			ids = append(ids, k)
 		}
 	}
 	sort.Strings(ids)

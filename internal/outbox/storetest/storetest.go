@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,6 +38,9 @@ type bundle struct {
 	newer *outbox.Engine // a newer build on the same table (knows more kinds)
 	cfg   outbox.Config
 	owner atomic.Int64
+
+	keysMu sync.Mutex
+	byKey  map[string]string // "<partition>-<seq>" -> id of the actions tb.enqueue made
 }
 
 func setup(ctx context.Context, t *testing.T, nb NewBackend, mod func(*outbox.Config)) *bundle {
@@ -52,7 +56,7 @@ func setup(ctx context.Context, t *testing.T, nb NewBackend, mod func(*outbox.Co
 	require.NoError(t, e.EnsureTable(ctx))
 	newer, err := outbox.New(b.DB, b.Clock, Registry(rec, b.Table, true), cfg)
 	require.NoError(t, err)
-	return &bundle{ctx: ctx, b: b, rec: rec, e: e, newer: newer, cfg: e.Config()}
+	return &bundle{ctx: ctx, b: b, rec: rec, e: e, newer: newer, cfg: e.Config(), byKey: map[string]string{}}
 }
 
 // settled waits out the backend's index lag and returns the engine.
@@ -82,6 +86,9 @@ func (tb *bundle) enqueue(t *testing.T, p outbox.EnqueueParams) outbox.Action {
 	r, err := tb.e.Enqueue(tb.ctx, p)
 	require.NoError(t, err)
 	tb.b.Clock.Advance(time.Millisecond) // distinct due times
+	tb.keysMu.Lock()
+	tb.byKey[outbox.LegacyActionID(r.Action.Partition, r.Action.Seq)] = r.Action.ID
+	tb.keysMu.Unlock()
 	return r.Action
 }
 

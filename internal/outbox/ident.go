@@ -1,0 +1,250 @@
+package outbox
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Action ids (design.md §3.10). An id is minted once, at enqueue, stored in
+// the row (`id`) and never changes. It is globally unique and time ordered,
+// and it still locates its row, so a read by id is one GetItem:
+//
+//	<created ms: 10><table id: 8><partition: 3><seq: 1 or more>
+//
+// in lower-case Crockford base32 (0-9, a-z without i, l, o, u). The
+// created time comes first, so ids sort by creation time (to the
+// millisecond). The table id is a random 40-bit number drawn once per table
+// and kept in the table's identity item: two tables, two stacks, two runs
+// of `ferry dev` on fresh tables, or a restored table (whose later actions
+// are created later) never hand out the same id. Partition and seq are the
+// row's key.
+//
+// Ids minted before this scheme have the legacy form `<partition>-<seq>`
+// (LegacyActionID); they keep it for their row's life and still read.
+
+// idAlphabet is Crockford's base32 alphabet, lower case: its characters sort
+// in the order of their values, so the encoded time prefix sorts as the
+// time does.
+const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// Field widths of an id, in characters (5 bits each).
+const (
+	idTimeChars      = 10 // 50 bits of Unix milliseconds
+	idTableChars     = 8  // 40 random bits
+	idPartitionChars = 3  // 15 bits: partitions are at most 4096
+	idFixedChars     = idTimeChars + idTableChars + idPartitionChars
+	idMaxChars       = idFixedChars + 13 // a seq is at most 63 bits
+)
+
+var idValues = func() (v [256]int8) {
+	for i := range v {
+		v[i] = -1
+	}
+	for i := 0; i < len(idAlphabet); i++ {
+		v[idAlphabet[i]] = int8(i)
+	}
+	return v
+}()
+
+// appendBase32 appends n in base 32, in exactly width characters (width 0:
+// as few as it takes).
+func appendBase32(b []byte, n uint64, width int) []byte {
+	var buf [13]byte
+	i := len(buf)
+	for n > 0 || (width == 0 && i == len(buf)) || len(buf)-i < width {
+		i--
+		buf[i] = idAlphabet[n&31]
+		n >>= 5
+	}
+	return append(b, buf[i:]...)
+}
+
+func parseBase32(s string) (uint64, bool) {
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		v := idValues[s[i]]
+		if v < 0 || n>>59 != 0 {
+			return 0, false
+		}
+		n = n<<5 | uint64(v)
+	}
+	return n, true
+}
+
+// NewActionID formats the id of the action created at created, at
+// (partition, seq) of the table whose table id is tableID (40 bits).
+func NewActionID(created time.Time, tableID uint64, partition int, seq int64) string {
+	ms := max(created.UnixMilli(), 0)
+	b := make([]byte, 0, idMaxChars)
+	b = appendBase32(b, uint64(ms), idTimeChars)
+	b = appendBase32(b, tableID&(1<<40-1), idTableChars)
+	b = appendBase32(b, uint64(partition), idPartitionChars)
+	b = appendBase32(b, uint64(seq), 0)
+	return string(b)
+}
+
+// LegacyActionID formats an id of the form minted before the global ids:
+// `<partition>-<seq>`. Rows enqueued then keep that id; it also labels a
+// row by its key in messages (Action.Label).
+func LegacyActionID(partition int, seq int64) string {
+	return strconv.Itoa(partition) + "-" + strconv.FormatInt(seq, 10)
+}
+
+// ParseActionID returns the key an id names: its partition and seq. It
+// takes both forms, the global id and the legacy `<partition>-<seq>`, and
+// only their canonical spelling. An id that parses still names an action
+// only if its row holds that very id (ActionGet checks).
+func ParseActionID(id string) (partition int, seq int64, err error) {
+	if strings.Contains(id, "-") {
+		return parseLegacyID(id)
+	}
+	bad := fmt.Errorf("action id %q: not an action id", id)
+	if len(id) <= idFixedChars || len(id) > idMaxChars || id[idFixedChars] == '0' {
+		return 0, 0, bad
+	}
+	_, okT := parseBase32(id[:idTimeChars])
+	_, okI := parseBase32(id[idTimeChars : idTimeChars+idTableChars])
+	if !okT || !okI {
+		return 0, 0, bad
+	}
+	p, ok1 := parseBase32(id[idTimeChars+idTableChars : idFixedChars])
+	s, ok2 := parseBase32(id[idFixedChars:])
+	if !ok1 || !ok2 || s < 1 || s > 1<<63-1 {
+		return 0, 0, bad
+	}
+	return int(p), int64(s), nil
+}
+
+func parseLegacyID(id string) (partition int, seq int64, err error) {
+	ps, ss, ok := strings.Cut(id, "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("action id %q: want <partition>-<seq>", id)
+	}
+	p, err1 := strconv.Atoi(ps)
+	s, err2 := strconv.ParseInt(ss, 10, 64)
+	if err1 != nil || err2 != nil || p < 0 || s < 1 || strconv.Itoa(p) != ps || strconv.FormatInt(s, 10) != ss {
+		return 0, 0, fmt.Errorf("action id %q: want <partition>-<seq>", id)
+	}
+	return p, s, nil
+}
+
+// Label names the action in messages: its id, or its key when the id is not
+// known (an action read from the due index, which does not project it).
+func (a *Action) Label() string {
+	if a.ID != "" {
+		return a.ID
+	}
+	return LegacyActionID(a.Partition, a.Seq)
+}
+
+// The table's identity item (design.md §3.10): written once, when the first
+// engine that needs it finds none, and never changed.
+const (
+	pkIdentity      = "M#table"
+	skIdentity      = "M"
+	attrTableID     = "tid" // N: the table id of action ids (40 bits)
+	attrCursorKey   = "ck"  // B: the key that signs list cursors (32 bytes)
+	cursorKeyLength = 32
+)
+
+// tableIdentity is what the identity item holds.
+type tableIdentity struct {
+	tableID   uint64
+	cursorKey []byte
+}
+
+// identityCache holds the table's identity once read: at most one read (and,
+// for the first engine of a fresh table, one write) per process.
+type identityCache struct {
+	mu sync.Mutex
+	id *tableIdentity
+}
+
+// identity returns the table's identity, reading it the first time and
+// creating it when the table has none. A failure is not remembered: the
+// next call tries again.
+func (e *Engine) identity(ctx context.Context) (*tableIdentity, error) {
+	e.ident.mu.Lock()
+	defer e.ident.mu.Unlock()
+	if e.ident.id != nil {
+		return e.ident.id, nil
+	}
+	for try := 0; try < 3; try++ {
+		id, err := e.readIdentity(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if id != nil {
+			e.ident.id = id
+			return id, nil
+		}
+		id, err = e.createIdentity(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if id != nil {
+			e.ident.id = id
+			return id, nil
+		}
+	}
+	return nil, errors.New("outbox: the table's identity item keeps disappearing")
+}
+
+func (e *Engine) readIdentity(ctx context.Context) (*tableIdentity, error) {
+	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: e.table(), Key: key(pkIdentity, skIdentity), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading the table's identity: %w", err)
+	}
+	if out.Item == nil {
+		return nil, nil
+	}
+	ck, _ := out.Item[attrCursorKey].(*types.AttributeValueMemberB)
+	if !has(out.Item, attrTableID) || ck == nil || len(ck.Value) != cursorKeyLength {
+		return nil, fmt.Errorf("outbox: the table's identity item (%s) is malformed", pkIdentity)
+	}
+	return &tableIdentity{tableID: uint64(getN(out.Item, attrTableID)), cursorKey: ck.Value}, nil
+}
+
+// createIdentity writes a fresh identity unless one exists (another engine
+// may be writing its own at the same moment: the first one stands). It
+// returns the identity it wrote, or nil when another was there first.
+func (e *Engine) createIdentity(ctx context.Context) (*tableIdentity, error) {
+	var b [5 + cursorKeyLength]byte
+	if _, err := io.ReadFull(e.idRand, b[:]); err != nil {
+		return nil, fmt.Errorf("error drawing the table's identity: %w", err)
+	}
+	var tid uint64
+	for _, c := range b[:5] {
+		tid = tid<<8 | uint64(c)
+	}
+	it := key(pkIdentity, skIdentity)
+	it[attrTableID] = avN(int64(tid))
+	it[attrCursorKey] = &types.AttributeValueMemberB{Value: b[5:]}
+	_, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: e.table(), Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	})
+	switch {
+	case isCondFailed(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("error writing the table's identity: %w", err)
+	}
+	return &tableIdentity{tableID: tid, cursorKey: b[5:]}, nil
+}
+
+// osRandom is the default source of the table's identity: it must differ
+// between tables, whatever seed a simulator gives the engine.
+var osRandom io.Reader = crand.Reader
