@@ -186,6 +186,9 @@ func (e *Engine) evidenceAction(ctx context.Context, id string) (*Action, Delive
 	case !has(it, attrKind):
 		return nil, DeliveryErased, nil // an erasure tombstone
 	}
+	if getS(it, attrID) != id {
+		return nil, DeliveryUnknown, nil // the key of another id (design.md §3.10)
+	}
 	a, _ := decodeAction(it)
 	if ad, ok := e.reg.Lookup(a.Kind); !ok || !ad.Spec().DeliveryEvidence {
 		return nil, DeliveryUnknown, nil
@@ -205,7 +208,7 @@ type evidenceRow struct {
 func (e *Engine) readEvidence(ctx context.Context, p int, seq int64, consistent bool) (*evidenceRow, int64, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: e.table(), Key: evidenceKey(p, seq), ConsistentRead: aws.Bool(consistent)})
 	if err != nil {
-		return nil, 0, fmt.Errorf("error reading delivery evidence of %s: %w", ActionID(p, seq), err)
+		return nil, 0, fmt.Errorf("error reading delivery evidence of %s: %w", LegacyActionID(p, seq), err)
 	}
 	it := out.Item
 	if it == nil {
@@ -289,7 +292,7 @@ func (e *Engine) putEvidence(ctx context.Context, a *Action, d Delivery, ver int
 // deleteEvidence deletes the evidence row of (p, seq), if any.
 func (e *Engine) deleteEvidence(ctx context.Context, p int, seq int64) error {
 	if _, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: e.table(), Key: evidenceKey(p, seq)}); err != nil {
-		return fmt.Errorf("error deleting delivery evidence of %s: %w", ActionID(p, seq), err)
+		return fmt.Errorf("error deleting delivery evidence of %s: %w", LegacyActionID(p, seq), err)
 	}
 	return nil
 }
