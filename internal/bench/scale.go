@@ -1,0 +1,618 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// ScaleParams is one point of the scale model (docs/scale.md): the deployed
+// system on simulated clocks — Poisson arrivals through the enqueue
+// function, the table's stream woken drainer (shards, Lambda's concurrent
+// batches per shard), the scheduled sweep and the reaper — driving the real
+// engine against the embedded DynamoDB.
+type ScaleParams struct {
+	Rate       float64 // arrivals per second (Poisson)
+	Partitions int     // outbox partitions
+
+	// Warmup runs before the measured Window; Grace after it lets the
+	// window's last actions reach their provider call (no new arrivals).
+	Warmup, Window, Grace time.Duration
+
+	// Shards is the stream's shard count, 0 for ShardsFor. Parallelization
+	// is Lambda's ParallelizationFactor (concurrent batches per shard; the
+	// stack sets none: 1). StreamBatch and StreamWindow are the event
+	// source mapping's batch size and batching window (the stack's 100
+	// and 1s).
+	Shards          int
+	Parallelization int
+	StreamBatch     int
+	StreamWindow    time.Duration
+
+	// Concurrency is the lane groups a drain runs at once (the drainer's
+	// 4); HandlerPartitions the partitions of one stream batch drained at
+	// once, SweepPartitions those of a scheduled sweep (coldstart's 4).
+	Concurrency       int
+	HandlerPartitions int
+	SweepPartitions   int
+	// ProviderLatency is how long each provider call takes.
+	ProviderLatency time.Duration
+	// Schedule is the drainer's and reaper's schedule (1 minute);
+	// DrainerTimeout the drainer function's timeout (2 minutes).
+	Schedule       time.Duration
+	DrainerTimeout time.Duration
+
+	// KeyWRU and TableWRU are DynamoDB's ceilings (KeyWRU, TableWRU when 0).
+	KeyWRU, TableWRU float64
+	Payload          int // payload bytes of each action
+	Seed             uint64
+}
+
+func (p ScaleParams) withDefaults() ScaleParams {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defI := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&p.Warmup, 5*time.Second)
+	def(&p.Window, 15*time.Second)
+	def(&p.Grace, 30*time.Second)
+	def(&p.StreamWindow, time.Second)
+	def(&p.Schedule, time.Minute)
+	def(&p.DrainerTimeout, 2*time.Minute)
+	defI(&p.Partitions, outbox.DefaultPartitions)
+	defI(&p.Parallelization, 1)
+	defI(&p.StreamBatch, 100)
+	defI(&p.Concurrency, 1)
+	defI(&p.HandlerPartitions, 4)
+	defI(&p.SweepPartitions, 4)
+	defI(&p.Payload, 811)
+	if p.Shards == 0 {
+		p.Shards = ShardsFor(p.Rate, p.Partitions)
+	}
+	if p.KeyWRU == 0 {
+		p.KeyWRU = KeyWRU
+	}
+	if p.TableWRU == 0 {
+		p.TableWRU = TableWRU
+	}
+	if p.Seed == 0 {
+		p.Seed = 1
+	}
+	return p
+}
+
+// ShardsFor is the model's stream shard count: one per physical partition
+// of the base table, which DynamoDB gives as many as its write rate needs at
+// half of the 1,000 units a second each (at least 4, a power of two), and
+// never more than there are partition keys to spread (hot keys split off).
+func ShardsFor(rate float64, partitions int) int {
+	need := rate * 4.25 / (KeyWRU / 2)
+	s := 4
+	for float64(s) < need {
+		s *= 2
+	}
+	return max(1, min(s, partitions))
+}
+
+// ScalePoint is what one point measured.
+type ScalePoint struct {
+	Params ScaleParams
+
+	Arrivals  int     // enqueue requests started in the window
+	Sustained float64 // provider calls started in the window, per second
+	P50, P99  time.Duration
+	// Undelivered: window arrivals without a provider call by the end
+	// (their latency counts as infinite).
+	Undelivered   int
+	BacklogGrowth float64 // (enqueued - delivered) per second over the window
+
+	Throttled     int            // DynamoDB attempts refused for throughput (window)
+	ThrottledBy   map[string]int // by kind of key: "P#" action partitions, "D#" due index, "table"
+	FailedCalls   int            // calls that failed after the SDK's retries (window)
+	EnqueueErrors int            // enqueues the API would have answered with an error (the client retried)
+
+	StreamInvocations, SweepInvocations int // drainer invocations started in the window
+	StreamMean, StreamP99, StreamMax    time.Duration
+	SweepMean, SweepMax                 time.Duration
+	ReaperMean                          time.Duration
+	IteratorAgeMax                      time.Duration // oldest stream record when its batch was taken
+	EnqueueInstances                    int           // enqueue function instances the run needed
+	Shards                              int
+
+	WRU, RRU float64 // per delivered action in the window
+	Cost     Dollars    // per million delivered actions
+	Wall     time.Duration
+	Bottleneck string
+}
+
+// Lambda memory of the stack's functions (infra defaults).
+const (
+	enqueueMB = 256
+	drainerMB = 512
+	reaperMB  = 256
+)
+
+// scaleRecord is one enqueue request of the run.
+type scaleRecord struct {
+	start time.Time
+	ack   time.Time // zero until acknowledged
+	id    string
+}
+
+type streamRec struct {
+	part int
+	at   time.Time
+}
+
+type slot struct {
+	proc *vproc
+	buf  []streamRec
+	busy bool
+	eng  *outbox.Engine
+}
+
+type invocation struct {
+	start time.Time
+	dur   time.Duration
+}
+
+// scaleRun is one run of the model.
+type scaleRun struct {
+	p      ScaleParams
+	s      *vsched
+	db     *ddblocal.DB
+	mdb    *modelDB
+	prov   *provider
+	reg    *outbox.Registry
+	rnd    *rand.Rand
+	cfg    outbox.Config
+	engSeq uint64
+
+	recs      []scaleRecord
+	idle      []*enqueuer
+	nEnq      int
+	enqErrors int
+	enqGBs    float64
+	enqCalls  int
+
+	slots     []*slot
+	lastSeq   uint64
+	iterAge   time.Duration
+	streamInv []invocation
+	sweepInv  []invocation
+	reapInv   []invocation
+	drainGBs  float64
+	reapGBs   float64
+	drainErrs int
+}
+
+type enqueuer struct {
+	proc *vproc
+	eng  *outbox.Engine
+	rec  int // index into recs of the assigned request
+}
+
+func (r *scaleRun) newEngine() (*outbox.Engine, error) {
+	r.engSeq++
+	return outbox.New(r.mdb, r.s, r.reg, r.cfg, outbox.WithRand(rand.New(rand.NewPCG(r.p.Seed, r.engSeq))))
+}
+
+// ScaleRun runs one point of the model.
+func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
+	p = p.withDefaults()
+	wall := time.Now()
+	r := &scaleRun{p: p, s: newVsched(), rnd: rand.New(rand.NewPCG(p.Seed, 0x5ca1e))}
+	r.mdb = &modelDB{s: r.s, rnd: rand.New(rand.NewPCG(p.Seed, 0xdb)), lim: newLimiter(),
+		st: &dbStats{throttledKeys: map[string]int{}}, keyW: p.KeyWRU, tabW: p.TableWRU}
+	r.db = ddblocal.New(ddblocal.WithClock(r.s), ddblocal.WithFaults(ddblocal.FaultPlanFunc(r.mdb.decide)),
+		ddblocal.WithChangeRetention(time.Minute))
+	r.mdb.db = r.db
+	r.prov = newProvider(r.s)
+	reg := outbox.NewRegistry()
+	if err := reg.Register(scaleAdapter{p: r.prov, s: r.s, latency: p.ProviderLatency}); err != nil {
+		return ScalePoint{}, err
+	}
+	r.reg = reg
+	r.cfg = outbox.Config{Table: table, Partitions: p.Partitions}
+	defer r.s.shutdown()
+
+	end := Start.Add(p.Warmup + p.Window)
+	var setupErr error
+	r.s.spawn("setup", Start, func(sp *vproc) {
+		eng, err := r.newEngine()
+		if err != nil {
+			setupErr = err
+			return
+		}
+		setupErr = eng.EnsureTable(ctx)
+	})
+	r.s.run(Start)
+	if setupErr != nil {
+		return ScalePoint{}, setupErr
+	}
+	r.db.ResetCapacity()
+
+	for i := 0; i < p.Shards*p.Parallelization; i++ {
+		eng, err := r.newEngine()
+		if err != nil {
+			return ScalePoint{}, err
+		}
+		sl := &slot{eng: eng}
+		r.slots = append(r.slots, sl)
+		sl.proc = r.s.spawn(fmt.Sprintf("slot-%d", i), Start, func(sp *vproc) { r.slotLoop(ctx, sp, sl, fmt.Sprintf("stream-%d", i)) })
+	}
+	r.s.spawn("arrivals", Start, func(sp *vproc) { r.arrivals(ctx, sp, end) })
+	r.s.spawn("poller", Start, func(sp *vproc) { r.poll(sp, end.Add(p.Grace)) })
+	first := time.Duration(r.rnd.Int64N(int64(p.Schedule)))
+	r.s.spawn("schedule", Start.Add(first), func(sp *vproc) { r.schedule(ctx, sp, end.Add(p.Grace)) })
+	r.s.spawn("reaper", Start.Add(time.Duration(r.rnd.Int64N(int64(p.Schedule)))), func(sp *vproc) { r.reaper(ctx, sp, end.Add(p.Grace)) })
+
+	// Warm-up, then the window (capacity and refusals counted from its
+	// start), then the grace period.
+	wStart := Start.Add(p.Warmup)
+	r.s.run(wStart)
+	capStart := r.db.Capacity(table)
+	thrStart, failStart := r.mdb.st.throttled, r.mdb.st.failed
+	keysStart := map[string]int{}
+	for k, v := range r.mdb.st.throttledKeys {
+		keysStart[k] = v
+	}
+	backlogStart := r.backlog(wStart)
+	r.s.run(end)
+	capEnd := r.db.Capacity(table)
+	thrEnd, failEnd := r.mdb.st.throttled, r.mdb.st.failed
+	backlogEnd := r.backlog(end)
+	keysEnd := map[string]int{}
+	for k, v := range r.mdb.st.throttledKeys {
+		keysEnd[k] = v
+	}
+	r.s.run(end.Add(p.Grace))
+
+	pt := ScalePoint{Params: p, Shards: p.Shards, EnqueueInstances: r.nEnq, EnqueueErrors: r.enqErrors,
+		Throttled: thrEnd - thrStart, FailedCalls: failEnd - failStart, ThrottledBy: map[string]int{},
+		IteratorAgeMax: r.iterAge}
+	for k, v := range keysEnd {
+		if d := v - keysStart[k]; d > 0 {
+			kind := k
+			if i := strings.IndexByte(k, '#'); i > 0 {
+				kind = k[:i+1]
+			}
+			pt.ThrottledBy[kind] += d
+		}
+	}
+	// Latency of the window's arrivals; deliveries in the window.
+	var lat []time.Duration
+	delivered := 0
+	for _, rec := range r.recs {
+		if rec.id != "" {
+			if t, ok := r.prov.firstCall(rec.id); ok && !t.Before(wStart) && t.Before(end) {
+				delivered++
+			}
+		}
+		if rec.start.Before(wStart) || !rec.start.Before(end) {
+			continue
+		}
+		pt.Arrivals++
+		t, ok := time.Time{}, false
+		if rec.id != "" {
+			t, ok = r.prov.firstCall(rec.id)
+		}
+		if !ok {
+			pt.Undelivered++
+			lat = append(lat, time.Duration(math.MaxInt64))
+			continue
+		}
+		lat = append(lat, t.Sub(rec.start))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		pt.P50, pt.P99 = pct(lat, 0.50), pct(lat, 0.99)
+	}
+	secs := p.Window.Seconds()
+	pt.Sustained = float64(delivered) / secs
+	pt.BacklogGrowth = float64(backlogEnd-backlogStart) / secs
+
+	inWindow := func(invs []invocation) (n int, mean, p99, mx time.Duration) {
+		var ds []time.Duration
+		var sum time.Duration
+		for _, in := range invs {
+			if in.start.Before(wStart) || !in.start.Before(end) {
+				continue
+			}
+			ds = append(ds, in.dur)
+			sum += in.dur
+		}
+		if len(ds) == 0 {
+			return 0, 0, 0, 0
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return len(ds), sum / time.Duration(len(ds)), pct(ds, 0.99), ds[len(ds)-1]
+	}
+	pt.StreamInvocations, pt.StreamMean, pt.StreamP99, pt.StreamMax = inWindow(r.streamInv)
+	pt.SweepInvocations, pt.SweepMean, _, pt.SweepMax = inWindow(r.sweepInv)
+	_, pt.ReaperMean, _, _ = inWindow(r.reapInv)
+
+	wru := capEnd.TotalWriteUnits() - capStart.TotalWriteUnits()
+	rru := capEnd.TotalReadUnits() - capStart.TotalReadUnits()
+	if delivered > 0 {
+		pt.WRU, pt.RRU = wru/float64(delivered), rru/float64(delivered)
+		pt.Cost = r.cost(wStart, end, delivered, wru, rru)
+	}
+	pt.Bottleneck = bottleneck(pt)
+	pt.Wall = time.Since(wall)
+	return pt, nil
+}
+
+// backlog is the number of acknowledged actions without a provider call at t.
+func (r *scaleRun) backlog(t time.Time) int {
+	n := 0
+	for _, rec := range r.recs {
+		if rec.id == "" || rec.ack.After(t) {
+			continue
+		}
+		if c, ok := r.prov.firstCall(rec.id); !ok || c.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// arrivals draws the Poisson arrivals and hands each to an idle enqueue
+// function instance (a new one when none is idle, as Lambda scales out).
+func (r *scaleRun) arrivals(ctx context.Context, sp *vproc, end time.Time) {
+	rnd := rand.New(rand.NewPCG(r.p.Seed, 0xa441))
+	next := Start
+	for !sp.stopped() {
+		next = next.Add(time.Duration(rnd.ExpFloat64() / r.p.Rate * float64(time.Second)))
+		if !next.Before(end) {
+			return
+		}
+		sp.sleepUntil(next)
+		r.recs = append(r.recs, scaleRecord{start: sp.t})
+		r.dispatch(ctx, len(r.recs)-1, sp.t)
+	}
+}
+
+func (r *scaleRun) dispatch(ctx context.Context, i int, at time.Time) {
+	var e *enqueuer
+	// Lambda gives a request to an idle instance: one whose last request
+	// has ended by now.
+	for j := len(r.idle) - 1; j >= 0; j-- {
+		if e = r.idle[j]; !e.proc.t.After(at) {
+			r.idle = append(r.idle[:j], r.idle[j+1:]...)
+			e.rec = i
+			r.s.wakeAt(e.proc, at)
+			return
+		}
+	}
+	eng, err := r.newEngine()
+	if err != nil {
+		panic(err) // the config is the model's own
+	}
+	r.nEnq++
+	e = &enqueuer{eng: eng, rec: i}
+	e.proc = r.s.spawn(fmt.Sprintf("enqueue-%d", r.nEnq), at, func(sp *vproc) { r.enqueueLoop(ctx, sp, e) })
+}
+
+// enqueueLoop is one enqueue function instance: it enqueues the request it
+// was handed, then waits for the next. A refused enqueue is the API's error
+// answer: the client sends it again a second later.
+func (r *scaleRun) enqueueLoop(ctx context.Context, sp *vproc, e *enqueuer) {
+	pl := json.RawMessage(payload(r.p.Payload))
+	for !sp.stopped() {
+		i := e.rec
+		for try := 0; !sp.stopped(); try++ {
+			start := sp.t
+			res, err := e.eng.Enqueue(ctx, outbox.EnqueueParams{Kind: KindWebhook, WorkspaceID: "ws-00001", Payload: pl})
+			r.enqCalls++
+			r.enqGBs += gbSeconds(sp.t.Sub(start), enqueueMB)
+			if err == nil {
+				r.recs[i].id, r.recs[i].ack = res.Action.ID, sp.t
+				break
+			}
+			r.enqErrors++
+			sp.sleep(time.Second)
+		}
+		r.idle = append(r.idle, e)
+		sp.park()
+	}
+}
+
+// poll is Lambda's stream poller: every 250 ms it reads the records
+// committed since the last poll, keeps those the drainer's filter takes
+// (a new image with due keys in state ADMITTED), and starts a batch on
+// each idle slot whose records fill a batch or waited the batching window.
+func (r *scaleRun) poll(sp *vproc, until time.Time) {
+	for !sp.stopped() && sp.t.Before(until) {
+		sp.sleep(StreamPoll)
+		for _, c := range r.db.Changes(table, r.lastSeq+1) {
+			r.lastSeq = c.Seq
+			if c.EventName == ddblocal.EventRemove || c.NewImage == nil {
+				continue
+			}
+			st, _ := c.NewImage["st"].(*types.AttributeValueMemberS)
+			if _, ok := c.NewImage["due_pk"]; !ok || st == nil || st.Value != string(outbox.StateADMITTED) {
+				continue
+			}
+			pk := pkOf(c.Keys)
+			part, ok := partitionOfPK(pk)
+			if !ok {
+				continue
+			}
+			sl := r.slots[r.slotOf(pk)]
+			sl.buf = append(sl.buf, streamRec{part: part, at: c.At})
+		}
+		for _, sl := range r.slots {
+			if sl.busy || len(sl.buf) == 0 {
+				continue
+			}
+			if len(sl.buf) >= r.p.StreamBatch || sp.t.Sub(sl.buf[0].at) >= r.p.StreamWindow {
+				sl.busy = true
+				r.s.wakeAt(sl.proc, sp.t)
+			}
+		}
+	}
+}
+
+// slotOf is the record's shard (its key's physical partition) and, within
+// the shard, its concurrent batch (Lambda keeps a key on one).
+func (r *scaleRun) slotOf(pk string) int {
+	h := fnv.New32a()
+	h.Write([]byte(pk))
+	x := h.Sum32()
+	shard := int(x % uint32(r.p.Shards))
+	return shard*r.p.Parallelization + int((x/uint32(r.p.Shards))%uint32(r.p.Parallelization))
+}
+
+func partitionOfPK(pk string) (int, bool) {
+	if !strings.HasPrefix(pk, "P#") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(pk[2:])
+	return n, err == nil
+}
+
+// slotLoop is one concurrent batch of one shard: a drainer invocation per
+// batch, which drains the partitions its records name (HandlerPartitions at
+// once), each until nothing is due, as the drainer's stream handler does.
+func (r *scaleRun) slotLoop(ctx context.Context, sp *vproc, sl *slot, owner string) {
+	for !sp.stopped() {
+		sp.park()
+		if sp.stopped() {
+			return
+		}
+		n := min(len(sl.buf), r.p.StreamBatch)
+		batch := sl.buf[:n]
+		sl.buf = append([]streamRec(nil), sl.buf[n:]...)
+		if age := sp.t.Sub(batch[0].at); age > r.iterAge {
+			r.iterAge = age
+		}
+		seen := map[int]bool{}
+		var parts []int
+		for _, rec := range batch {
+			if !seen[rec.part] {
+				seen[rec.part] = true
+				parts = append(parts, rec.part)
+			}
+		}
+		sort.Ints(parts)
+		start := sp.t
+		r.invoke(ctx, sp, sl.eng, owner, parts, r.p.HandlerPartitions)
+		d := sp.t.Sub(start)
+		r.streamInv = append(r.streamInv, invocation{start: start, dur: d})
+		r.drainGBs += gbSeconds(d, drainerMB)
+		sl.busy = false
+	}
+}
+
+// invoke is one drainer invocation over parts, limit at once.
+func (r *scaleRun) invoke(ctx context.Context, sp *vproc, eng *outbox.Engine, owner string, parts []int, limit int) {
+	deadline := sp.t.Add(r.p.DrainerTimeout - 5*time.Second)
+	g := newVgroup(sp, owner, limit)
+	for _, part := range parts {
+		g.Go(func(w *vproc) {
+			for !w.stopped() && w.t.Before(deadline) {
+				res, err := eng.DrainPartition(ctx, part, outbox.DrainParams{Owner: owner, Deadline: deadline, Concurrency: r.p.Concurrency})
+				if err != nil {
+					r.drainErrs++
+					return
+				}
+				if !res.More || res.Claimed == 0 {
+					return
+				}
+			}
+		})
+	}
+	g.Wait()
+}
+
+// schedule is the drainer's EventBridge schedule: every period an
+// invocation sweeps every partition (SweepPartitions at once).
+func (r *scaleRun) schedule(ctx context.Context, sp *vproc, until time.Time) {
+	n := 0
+	for !sp.stopped() && sp.t.Before(until) {
+		n++
+		eng, err := r.newEngine()
+		if err != nil {
+			panic(err)
+		}
+		owner := fmt.Sprintf("sweep-%d", n)
+		r.s.spawn(owner, sp.t, func(ip *vproc) {
+			parts := make([]int, r.p.Partitions)
+			first := r.rnd.IntN(r.p.Partitions)
+			for i := range parts {
+				parts[i] = (first + i) % r.p.Partitions
+			}
+			start := ip.t
+			r.invoke(ctx, ip, eng, owner, parts, r.p.SweepPartitions)
+			d := ip.t.Sub(start)
+			r.sweepInv = append(r.sweepInv, invocation{start: start, dur: d})
+			r.drainGBs += gbSeconds(d, drainerMB)
+		})
+		sp.sleep(r.p.Schedule)
+	}
+}
+
+// reaper is the reaper's schedule: every period one Reap over every
+// partition.
+func (r *scaleRun) reaper(ctx context.Context, sp *vproc, until time.Time) {
+	eng, err := r.newEngine()
+	if err != nil {
+		panic(err)
+	}
+	for !sp.stopped() && sp.t.Before(until) {
+		start := sp.t
+		_, _ = eng.Reap(ctx)
+		d := sp.t.Sub(start)
+		r.reapInv = append(r.reapInv, invocation{start: start, dur: d})
+		r.reapGBs += gbSeconds(d, reaperMB)
+		sp.sleepUntil(start.Add(r.p.Schedule))
+	}
+}
+
+func gbSeconds(d time.Duration, mb int) float64 {
+	ms := math.Ceil(float64(d) / float64(time.Millisecond)) // Lambda bills by the millisecond
+	return ms / 1000 * float64(mb) / 1024
+}
+
+// scaleAdapter is the model's webhook kind: an idempotent receiver with a
+// Prepare step whose provider call takes latency and answers Done.
+type scaleAdapter struct {
+	p       *provider
+	s       *vsched
+	latency time.Duration
+}
+
+func (a scaleAdapter) Spec() outbox.KindSpec {
+	return outbox.KindSpec{Name: KindWebhook, Class: outbox.IdempotentReceiver, VariantMode: outbox.SingleShape}
+}
+
+func (scaleAdapter) Validate(string, json.RawMessage) error { return nil }
+
+func (scaleAdapter) Prepare(context.Context, *outbox.Attempt) outbox.Result { return outbox.Result{} }
+
+func (a scaleAdapter) Execute(_ context.Context, att *outbox.Attempt) outbox.Result {
+	a.p.call(att.Action.ID)
+	if a.latency > 0 && a.s.cur != nil {
+		a.s.cur.sleep(a.latency)
+	}
+	return outbox.Done("m-" + strconv.FormatInt(att.Action.Seq, 36))
+}
