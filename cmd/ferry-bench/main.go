@@ -48,6 +48,10 @@ func run() error {
 		noLambda    = flag.Bool("no-lambda", false, "skip the bootstrap sizes and emulator timings")
 		workloads   = flag.String("workloads", "", "comma-separated cost workloads to run (keyless,laned,trickle,keyed,email,batch25,backlog,stranded; default all)")
 		costsOnly   = flag.Bool("costs-only", false, "run the cost workloads only (no latency, drain rate, memory, bootstrap sizes or emulator timings)")
+		scale       = flag.String("scale", "grid", "scale model: grid (issue 18's rates x partitions), none, or only (the grid alone, printed, no files written)")
+		sRates      = flag.String("scale-rates", "", "comma-separated arrival rates of the scale grid (default 100,1000,3000,10000)")
+		sParts      = flag.String("scale-partitions", "", "comma-separated partition counts of the scale grid (default 16,64,256,1024)")
+		sArr        = flag.Int("scale-arrivals", 0, "arrivals per scale point's window (default 12000; window 3 s..20 s)")
 	)
 	flag.Parse()
 	ctx := context.Background()
@@ -60,6 +64,46 @@ func run() error {
 		res.Command = "go run ./cmd/ferry-bench " + strings.Join(os.Args[1:], " ")
 	}
 	step := func(s string) { fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), s) }
+	grid := bench.DefaultScaleGrid
+	if *sRates != "" {
+		grid.Rates = nil
+		for _, f := range strings.Split(*sRates, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return fmt.Errorf("-scale-rates: %w", err)
+			}
+			grid.Rates = append(grid.Rates, v)
+		}
+	}
+	if *sParts != "" {
+		grid.Partitions = nil
+		for _, f := range strings.Split(*sParts, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("-scale-partitions: %w", err)
+			}
+			grid.Partitions = append(grid.Partitions, v)
+		}
+	}
+	if *sArr > 0 {
+		grid.Arrivals = *sArr
+	}
+	runScale := func() error {
+		pts, err := bench.ScaleGrid(ctx, grid, step)
+		res.Scale = pts
+		return err
+	}
+	switch *scale {
+	case "only":
+		if err := runScale(); err != nil {
+			return err
+		}
+		bench.ScaleSection(os.Stdout, res.Scale)
+		return nil
+	case "grid", "none":
+	default:
+		return fmt.Errorf("-scale: want grid, none or only, not %q", *scale)
+	}
 
 	step("calibrating a 1 KB action")
 	pl, err := bench.PayloadFor(ctx, 1024)
@@ -139,6 +183,13 @@ func run() error {
 		res.Bootstraps = bs
 	} else {
 		res.Notes = append(res.Notes, "Bootstrap sizes and emulator timings skipped (-no-lambda).")
+	}
+
+	if *scale == "grid" {
+		step("scale model (simulated clocks)")
+		if err := runScale(); err != nil {
+			return err
+		}
 	}
 
 	return write(res, *md, *pngPath)

@@ -21,6 +21,7 @@ type Results struct {
 	Throughput  *Throughput
 	Memory      []Memory
 	Bootstraps  []Bootstrap
+	Scale       []ScalePoint
 	Notes       []string // what was scaled down, skipped or failed
 }
 
@@ -281,6 +282,12 @@ func (r *Results) Markdown(w io.Writer) {
 		}
 		p("")
 		p("Sizes: `go build -tags lambda.norpc -trimpath -ldflags '-s -w'` with CGO off, for this machine's architecture. Invoke times come from the runtime helper's emulator test (internal/emulatortest, `make lambda-local`), which runs each bootstrap under the AWS Lambda Runtime Interface Emulator against the embedded DynamoDB over loopback; the first invoke includes the process start and the function's init.")
+	}
+	if len(r.Scale) > 0 {
+		p("")
+		p("## Scale model (issue 18)")
+		p("")
+		ScaleSection(w, r.Scale)
 	}
 	if len(r.Notes) > 0 {
 		p("")

@@ -73,14 +73,15 @@ func (p ScaleParams) withDefaults() ScaleParams {
 	}
 	def(&p.Warmup, 5*time.Second)
 	def(&p.Window, 15*time.Second)
-	def(&p.Grace, 30*time.Second)
+	def(&p.Grace, 5*time.Second)
+	def(&p.ProviderLatency, CallLatency)
 	def(&p.StreamWindow, time.Second)
 	def(&p.Schedule, time.Minute)
 	def(&p.DrainerTimeout, 2*time.Minute)
 	defI(&p.Partitions, outbox.DefaultPartitions)
 	defI(&p.Parallelization, 1)
 	defI(&p.StreamBatch, 100)
-	defI(&p.Concurrency, 1)
+	defI(&p.Concurrency, 4)
 	defI(&p.HandlerPartitions, 4)
 	defI(&p.SweepPartitions, 4)
 	defI(&p.Payload, 811)
@@ -124,6 +125,7 @@ type ScalePoint struct {
 	Undelivered   int
 	BacklogGrowth float64 // (enqueued - delivered) per second over the window
 
+	BacklogEnd    int            // acknowledged actions without a provider call at the window's end
 	Throttled     int            // DynamoDB attempts refused for throughput (window)
 	ThrottledBy   map[string]int // by kind of key: "P#" action partitions, "D#" due index, "table"
 	FailedCalls   int            // calls that failed after the SDK's retries (window)
@@ -132,14 +134,18 @@ type ScalePoint struct {
 	StreamInvocations, SweepInvocations int // drainer invocations started in the window
 	StreamMean, StreamP99, StreamMax    time.Duration
 	SweepMean, SweepMax                 time.Duration
+	SweepUnfinished                     bool // a sweep was still running when the run ended (SweepMax is a lower bound)
 	ReaperMean                          time.Duration
 	IteratorAgeMax                      time.Duration // oldest stream record when its batch was taken
 	EnqueueInstances                    int           // enqueue function instances the run needed
 	Shards                              int
 
-	WRU, RRU float64 // per delivered action in the window
-	Cost     Dollars    // per million delivered actions
-	Wall     time.Duration
+	// WRU, RRU: per delivered action in the window: the enqueue and
+	// stream-drainer calls made in it, plus one sweep's and one reap's
+	// units scaled to the window (one of each per Schedule).
+	WRU, RRU   float64
+	Cost       Dollars // per million delivered actions
+	Wall       time.Duration
 	Bottleneck string
 }
 
@@ -198,10 +204,17 @@ type scaleRun struct {
 	iterAge   time.Duration
 	streamInv []invocation
 	sweepInv  []invocation
+	sweeping  map[int]time.Time // start of each sweep still running
 	reapInv   []invocation
+	samples   []backlogSample
 	drainGBs  float64
 	reapGBs   float64
 	drainErrs int
+}
+
+type backlogSample struct {
+	t time.Time
+	n int
 }
 
 type enqueuer struct {
@@ -219,9 +232,12 @@ func (r *scaleRun) newEngine() (*outbox.Engine, error) {
 func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 	p = p.withDefaults()
 	wall := time.Now()
-	r := &scaleRun{p: p, s: newVsched(), rnd: rand.New(rand.NewPCG(p.Seed, 0x5ca1e))}
+	r := &scaleRun{p: p, s: newVsched(), rnd: rand.New(rand.NewPCG(p.Seed, 0x5ca1e)), sweeping: map[int]time.Time{}}
+	end := Start.Add(p.Warmup + p.Window)
+	wStart := Start.Add(p.Warmup)
 	r.mdb = &modelDB{s: r.s, rnd: rand.New(rand.NewPCG(p.Seed, 0xdb)), lim: newLimiter(),
-		st: &dbStats{throttledKeys: map[string]int{}}, keyW: p.KeyWRU, tabW: p.TableWRU}
+		st:   &dbStats{throttledKeys: map[string]int{}, units: map[string]*units{}, inWindow: map[string]*units{}, from: wStart, to: end},
+		keyW: p.KeyWRU, tabW: p.TableWRU}
 	r.db = ddblocal.New(ddblocal.WithClock(r.s), ddblocal.WithFaults(ddblocal.FaultPlanFunc(r.mdb.decide)),
 		ddblocal.WithChangeRetention(time.Minute))
 	r.mdb.db = r.db
@@ -234,7 +250,6 @@ func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 	r.cfg = outbox.Config{Table: table, Partitions: p.Partitions}
 	defer r.s.shutdown()
 
-	end := Start.Add(p.Warmup + p.Window)
 	var setupErr error
 	r.s.spawn("setup", Start, func(sp *vproc) {
 		eng, err := r.newEngine()
@@ -258,18 +273,25 @@ func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 		sl := &slot{eng: eng}
 		r.slots = append(r.slots, sl)
 		sl.proc = r.s.spawn(fmt.Sprintf("slot-%d", i), Start, func(sp *vproc) { r.slotLoop(ctx, sp, sl, fmt.Sprintf("stream-%d", i)) })
+		sl.proc.role = "stream"
 	}
 	r.s.spawn("arrivals", Start, func(sp *vproc) { r.arrivals(ctx, sp, end) })
 	r.s.spawn("poller", Start, func(sp *vproc) { r.poll(sp, end.Add(p.Grace)) })
-	first := time.Duration(r.rnd.Int64N(int64(p.Schedule)))
-	r.s.spawn("schedule", Start.Add(first), func(sp *vproc) { r.schedule(ctx, sp, end.Add(p.Grace)) })
-	r.s.spawn("reaper", Start.Add(time.Duration(r.rnd.Int64N(int64(p.Schedule)))), func(sp *vproc) { r.reaper(ctx, sp, end.Add(p.Grace)) })
+	// The schedules' phase is set so that one sweep and one reap start in
+	// every window (their units are scaled to one per Schedule).
+	r.s.spawn("schedule", wStart, func(sp *vproc) { r.schedule(ctx, sp, end.Add(p.Grace)) })
+	rp := r.s.spawn("reaper", wStart.Add(time.Second), func(sp *vproc) { r.reaper(ctx, sp, end.Add(p.Grace)) })
+	rp.role = "reaper"
+	r.s.spawn("sampler", wStart, func(sp *vproc) {
+		for !sp.stopped() && !sp.t.After(end) {
+			r.samples = append(r.samples, backlogSample{sp.t, r.backlog(sp.t)})
+			sp.sleep(250 * time.Millisecond)
+		}
+	})
 
 	// Warm-up, then the window (capacity and refusals counted from its
 	// start), then the grace period.
-	wStart := Start.Add(p.Warmup)
 	r.s.run(wStart)
-	capStart := r.db.Capacity(table)
 	thrStart, failStart := r.mdb.st.throttled, r.mdb.st.failed
 	keysStart := map[string]int{}
 	for k, v := range r.mdb.st.throttledKeys {
@@ -277,7 +299,6 @@ func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 	}
 	backlogStart := r.backlog(wStart)
 	r.s.run(end)
-	capEnd := r.db.Capacity(table)
 	thrEnd, failEnd := r.mdb.st.throttled, r.mdb.st.failed
 	backlogEnd := r.backlog(end)
 	keysEnd := map[string]int{}
@@ -286,7 +307,7 @@ func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 	}
 	r.s.run(end.Add(p.Grace))
 
-	pt := ScalePoint{Params: p, Shards: p.Shards, EnqueueInstances: r.nEnq, EnqueueErrors: r.enqErrors,
+	pt := ScalePoint{Params: p, Shards: p.Shards, EnqueueInstances: r.nEnq, EnqueueErrors: r.enqErrors, BacklogEnd: backlogEnd,
 		Throttled: thrEnd - thrStart, FailedCalls: failEnd - failStart, ThrottledBy: map[string]int{},
 		IteratorAgeMax: r.iterAge}
 	for k, v := range keysEnd {
@@ -328,7 +349,8 @@ func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 	}
 	secs := p.Window.Seconds()
 	pt.Sustained = float64(delivered) / secs
-	pt.BacklogGrowth = float64(backlogEnd-backlogStart) / secs
+	pt.BacklogGrowth = slope(r.samples)
+	_ = backlogStart
 
 	inWindow := func(invs []invocation) (n int, mean, p99, mx time.Duration) {
 		var ds []time.Duration
@@ -348,10 +370,33 @@ func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 	}
 	pt.StreamInvocations, pt.StreamMean, pt.StreamP99, pt.StreamMax = inWindow(r.streamInv)
 	pt.SweepInvocations, pt.SweepMean, _, pt.SweepMax = inWindow(r.sweepInv)
+	for _, st := range r.sweeping {
+		if !st.Before(wStart) && st.Before(end) {
+			pt.SweepInvocations++
+			pt.SweepUnfinished = true
+			if d := end.Add(p.Grace).Sub(st); d > pt.SweepMax {
+				pt.SweepMax = d
+			}
+		}
+	}
 	_, pt.ReaperMean, _, _ = inWindow(r.reapInv)
 
-	wru := capEnd.TotalWriteUnits() - capStart.TotalWriteUnits()
-	rru := capEnd.TotalReadUnits() - capStart.TotalReadUnits()
+	// Units: the window's enqueue and stream calls, and one sweep's and
+	// one reap's share of a Schedule.
+	var wru, rru float64
+	for _, role := range []string{"enqueue", "stream"} {
+		if u := r.mdb.st.inWindow[role]; u != nil {
+			wru += u.w
+			rru += u.r
+		}
+	}
+	share := p.Window.Seconds() / p.Schedule.Seconds()
+	for role, n := range map[string]int{"sweep": len(r.sweepInv) + len(r.sweeping), "reaper": len(r.reapInv)} {
+		if u := r.mdb.st.units[role]; u != nil && n > 0 {
+			wru += u.w / float64(n) * share
+			rru += u.r / float64(n) * share
+		}
+	}
 	if delivered > 0 {
 		pt.WRU, pt.RRU = wru/float64(delivered), rru/float64(delivered)
 		pt.Cost = r.cost(wStart, end, delivered, wru, rru)
@@ -359,6 +404,28 @@ func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 	pt.Bottleneck = bottleneck(pt)
 	pt.Wall = time.Since(wall)
 	return pt, nil
+}
+
+// slope is the least-squares growth of the sampled backlog, per second.
+func slope(ss []backlogSample) float64 {
+	if len(ss) < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for _, s := range ss {
+		x := s.t.Sub(ss[0].t).Seconds()
+		y := float64(s.n)
+		sx += x
+		sy += y
+		sxx += x * x
+		sxy += x * y
+	}
+	n := float64(len(ss))
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
 }
 
 // backlog is the number of acknowledged actions without a provider call at t.
@@ -410,6 +477,7 @@ func (r *scaleRun) dispatch(ctx context.Context, i int, at time.Time) {
 	r.nEnq++
 	e = &enqueuer{eng: eng, rec: i}
 	e.proc = r.s.spawn(fmt.Sprintf("enqueue-%d", r.nEnq), at, func(sp *vproc) { r.enqueueLoop(ctx, sp, e) })
+	e.proc.role = "enqueue"
 }
 
 // enqueueLoop is one enqueue function instance: it enqueues the request it
@@ -529,7 +597,7 @@ func (r *scaleRun) invoke(ctx context.Context, sp *vproc, eng *outbox.Engine, ow
 	g := newVgroup(sp, owner, limit)
 	for _, part := range parts {
 		g.Go(func(w *vproc) {
-			for !w.stopped() && w.t.Before(deadline) {
+			for !w.stopped() && w.now().Before(deadline) {
 				res, err := eng.DrainPartition(ctx, part, outbox.DrainParams{Owner: owner, Deadline: deadline, Concurrency: r.p.Concurrency})
 				if err != nil {
 					r.drainErrs++
@@ -555,7 +623,9 @@ func (r *scaleRun) schedule(ctx context.Context, sp *vproc, until time.Time) {
 			panic(err)
 		}
 		owner := fmt.Sprintf("sweep-%d", n)
-		r.s.spawn(owner, sp.t, func(ip *vproc) {
+		k := n
+		r.sweeping[k] = sp.t
+		ip := r.s.spawn(owner, sp.t, func(ip *vproc) {
 			parts := make([]int, r.p.Partitions)
 			first := r.rnd.IntN(r.p.Partitions)
 			for i := range parts {
@@ -564,9 +634,14 @@ func (r *scaleRun) schedule(ctx context.Context, sp *vproc, until time.Time) {
 			start := ip.t
 			r.invoke(ctx, ip, eng, owner, parts, r.p.SweepPartitions)
 			d := ip.t.Sub(start)
+			if ip.stopped() {
+				return // cut off by the run's end: counted as unfinished
+			}
+			delete(r.sweeping, k)
 			r.sweepInv = append(r.sweepInv, invocation{start: start, dur: d})
 			r.drainGBs += gbSeconds(d, drainerMB)
 		})
+		ip.role = "sweep"
 		sp.sleep(r.p.Schedule)
 	}
 }
@@ -611,8 +686,49 @@ func (scaleAdapter) Prepare(context.Context, *outbox.Attempt) outbox.Result { re
 
 func (a scaleAdapter) Execute(_ context.Context, att *outbox.Attempt) outbox.Result {
 	a.p.call(att.Action.ID)
-	if a.latency > 0 && a.s.cur != nil {
-		a.s.cur.sleep(a.latency)
+	if ac := a.s.self(); ac != nil && a.latency > 0 {
+		ac.wait(a.latency)
 	}
 	return outbox.Done("m-" + strconv.FormatInt(att.Action.Seq, 36))
+}
+
+// ScaleGridOptions is the grid `make bench` runs.
+type ScaleGridOptions struct {
+	Rates      []float64
+	Partitions []int
+	// Arrivals bounds a point's window: Window = Arrivals/Rate, between
+	// MinWindow and MaxWindow (the simulation's cost grows with arrivals).
+	Arrivals             int
+	MinWindow, MaxWindow time.Duration
+	Seed                 uint64
+}
+
+// DefaultScaleGrid is issue 18's grid.
+var DefaultScaleGrid = ScaleGridOptions{
+	Rates:      []float64{100, 1000, 3000, 10000},
+	Partitions: []int{16, 64, 256, 1024},
+	Arrivals:   12000,
+	MinWindow:  3 * time.Second,
+	MaxWindow:  20 * time.Second,
+	Seed:       1,
+}
+
+// ScaleGrid runs every rate at every partition count.
+func ScaleGrid(ctx context.Context, o ScaleGridOptions, progress func(string)) ([]ScalePoint, error) {
+	var out []ScalePoint
+	for _, rate := range o.Rates {
+		w := time.Duration(float64(o.Arrivals) / rate * float64(time.Second))
+		w = min(max(w, o.MinWindow), o.MaxWindow).Round(100 * time.Millisecond)
+		for _, parts := range o.Partitions {
+			if progress != nil {
+				progress(fmt.Sprintf("scale model: %.0f/s, %d partitions, window %s", rate, parts, w))
+			}
+			pt, err := ScaleRun(ctx, ScaleParams{Rate: rate, Partitions: parts, Warmup: 2 * time.Second, Window: w, Seed: o.Seed})
+			if err != nil {
+				return out, err
+			}
+			out = append(out, pt)
+		}
+	}
+	return out, nil
 }

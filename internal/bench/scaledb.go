@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -40,6 +41,7 @@ var errStopped = errors.New("scale model stopped")
 // does (3 attempts, exponential jittered backoff) before the engine sees
 // the error.
 type modelDB struct {
+	mu   sync.Mutex // kids call side by side (vsched.kids)
 	s    *vsched
 	db   *ddblocal.DB
 	rnd  *rand.Rand
@@ -56,6 +58,28 @@ type dbStats struct {
 	throttledKeys map[string]int // by the hottest key named ("table" for the table quota)
 	failed        int            // calls the engine saw fail after the SDK's retries
 	calls         int
+	// units: request units by the calling process's role, all run long;
+	// inWindow: those of calls made in [from, to).
+	units, inWindow map[string]*units
+	from, to        time.Time
+}
+
+type units struct{ w, r float64 }
+
+func (st *dbStats) book(role string, t time.Time, w, r float64) {
+	add := func(m map[string]*units) {
+		u := m[role]
+		if u == nil {
+			u = &units{}
+			m[role] = u
+		}
+		u.w += w
+		u.r += r
+	}
+	add(st.units)
+	if !t.Before(st.from) && t.Before(st.to) {
+		add(st.inWindow)
+	}
 }
 
 func (m *modelDB) decide(ddblocal.Call) ddblocal.Fault {
@@ -68,37 +92,49 @@ func (m *modelDB) decide(ddblocal.Call) ddblocal.Fault {
 // gate runs one call: yield, throttle check and SDK retries, the call, its
 // accounting, and its latency.
 func (m *modelDB) gate(writes []string, do func(throttle bool) ([]types.ConsumedCapacity, error)) error {
-	p := m.s.cur
-	if p == nil || p.stopped() {
+	a := m.s.self()
+	if a == nil || a.stopped() {
 		return errStopped
 	}
-	p.yield()
-	if p.stopped() {
-		return errStopped
+	if p, ok := a.(*vproc); ok {
+		p.yield()
+		if p.stopped() {
+			return errStopped
+		}
 	}
-	m.st.calls++
 	for attempt := 1; ; attempt++ {
-		if hot := m.lim.refuse(writes, p.t, m.keyW, m.tabW); hot != "" {
+		m.mu.Lock()
+		if attempt == 1 {
+			m.st.calls++
+		}
+		t := a.now()
+		if hot := m.lim.refuse(writes, t, m.keyW, m.tabW); hot != "" {
 			m.st.throttled++
 			m.st.throttledKeys[hot]++
 			m.thr = true
 			_, err := do(true)
 			m.thr = false
-			p.t = p.t.Add(CallLatency)
+			a.advance(CallLatency)
 			if attempt >= sdkMaxAttempts {
 				m.st.failed++
+				m.mu.Unlock()
 				return err
 			}
 			backoff := time.Duration(m.rnd.Float64() * float64(int64(1)<<attempt) * float64(time.Second))
-			p.sleep(backoff)
-			if p.stopped() {
+			m.mu.Unlock()
+			a.wait(backoff)
+			if a.stopped() {
 				return errStopped
 			}
 			continue
 		}
+		before := m.db.Capacity(table)
 		cc, err := do(false)
-		m.lim.account(writes, cc, p.t)
-		p.t = p.t.Add(CallLatency)
+		after := m.db.Capacity(table)
+		m.st.book(a.roleOf(), t, after.TotalWriteUnits()-before.TotalWriteUnits(), after.TotalReadUnits()-before.TotalReadUnits())
+		m.lim.account(writes, cc, t)
+		a.advance(CallLatency)
+		m.mu.Unlock()
 		return err
 	}
 }
@@ -275,7 +311,10 @@ const bucket = 100 * time.Millisecond
 func (w *window) add(t time.Time, u float64) {
 	i := t.UnixNano() / int64(bucket)
 	k := i % 10
-	if w.slot[k] != i {
+	switch {
+	case w.slot[k] > i:
+		return // older than the last second (a kid's time lags)
+	case w.slot[k] != i:
 		w.slot[k], w.units[k] = i, 0
 	}
 	w.units[k] += u

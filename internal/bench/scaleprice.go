@@ -10,11 +10,11 @@ import (
 // since DynamoDB's on-demand price cut of 2024-11-01; read on PricesDate.
 const (
 	PricesDate      = "2026-12-01"
-	PriceWRU        = 0.625 / 1e6    // $ per DynamoDB on-demand write request unit
-	PriceRRU        = 0.125 / 1e6    // $ per read request unit
-	PriceGBSecond   = 0.0000133334   // $ per Lambda GB-second, arm64 (first 7.5 billion GB-s a month)
-	PriceInvocation = 0.20 / 1e6     // $ per Lambda request
-	PriceAPIRequest = 1.00 / 1e6     // $ per API Gateway HTTP API request (first 300 million a month)
+	PriceWRU        = 0.625 / 1e6  // $ per DynamoDB on-demand write request unit
+	PriceRRU        = 0.125 / 1e6  // $ per read request unit
+	PriceGBSecond   = 0.0000133334 // $ per Lambda GB-second, arm64 (first 7.5 billion GB-s a month)
+	PriceInvocation = 0.20 / 1e6   // $ per Lambda request
+	PriceAPIRequest = 1.00 / 1e6   // $ per API Gateway HTTP API request (first 300 million a month)
 	priceNote       = "DynamoDB on-demand $0.625 per million write request units and $0.125 per million read request units; Lambda arm64 $0.0000133334 per GB-second and $0.20 per million requests; API Gateway HTTP API $1.00 per million requests (us-east-1 list prices, in effect since 2024-11-01, as read on " + PricesDate + "). DynamoDB Streams reads by a Lambda trigger are free; storage, logs and data transfer are not counted."
 )
 
@@ -29,22 +29,33 @@ type Dollars struct {
 // Total is the sum.
 func (c Dollars) Total() float64 { return c.DynamoDB + c.LambdaGBs + c.LambdaReqs + c.API }
 
-// cost prices the window: units are those the window consumed, Lambda time
-// that of the invocations started in it.
+// cost prices the window: wru and rru are its units (see ScalePoint.WRU);
+// Lambda time is that of the stream invocations started in it, the
+// window's arrivals' share of the enqueue time, and one sweep's and one
+// reap's share of a Schedule (their mean invocation).
 func (r *scaleRun) cost(from, to time.Time, delivered int, wru, rru float64) Dollars {
 	per := 1e6 / float64(delivered)
-	var gbs float64
-	invs := 0
+	var gbs, invs float64
+	for _, in := range r.streamInv {
+		if !in.start.Before(from) && in.start.Before(to) {
+			gbs += gbSeconds(in.dur, drainerMB)
+			invs++
+		}
+	}
+	share := to.Sub(from).Seconds() / r.p.Schedule.Seconds()
 	for _, set := range []struct {
 		inv []invocation
 		mb  int
-	}{{r.streamInv, drainerMB}, {r.sweepInv, drainerMB}, {r.reapInv, reaperMB}} {
-		for _, in := range set.inv {
-			if !in.start.Before(from) && in.start.Before(to) {
-				gbs += gbSeconds(in.dur, set.mb)
-				invs++
-			}
+	}{{r.sweepInv, drainerMB}, {r.reapInv, reaperMB}} {
+		if len(set.inv) == 0 {
+			continue
 		}
+		var g float64
+		for _, in := range set.inv {
+			g += gbSeconds(in.dur, set.mb)
+		}
+		gbs += g / float64(len(set.inv)) * share
+		invs += share
 	}
 	// Enqueue time: the window's share of every enqueue's (the run's
 	// enqueue time over its enqueue requests, per window arrival).
@@ -57,11 +68,11 @@ func (r *scaleRun) cost(from, to time.Time, delivered int, wru, rru float64) Dol
 	if r.enqCalls > 0 {
 		gbs += r.enqGBs / float64(r.enqCalls) * float64(enq)
 	}
-	invs += enq
+	invs += float64(enq)
 	return Dollars{
 		DynamoDB:   (wru*PriceWRU + rru*PriceRRU) * per,
 		LambdaGBs:  gbs * PriceGBSecond * per,
-		LambdaReqs: float64(invs) * PriceInvocation * per,
+		LambdaReqs: invs * PriceInvocation * per,
 		API:        float64(enq) * PriceAPIRequest * per,
 	}
 }
@@ -69,7 +80,7 @@ func (r *scaleRun) cost(from, to time.Time, delivered int, wru, rru float64) Dol
 // bottleneck names what limits a point first, from what it measured.
 func bottleneck(pt ScalePoint) string {
 	p := pt.Params
-	growing := pt.BacklogGrowth > 0.02*p.Rate || pt.Undelivered > pt.Arrivals/100
+	growing := pt.BacklogGrowth > 0.05*p.Rate || pt.Undelivered > pt.Arrivals/100
 	var why []string
 	if pt.ThrottledBy["table"] > 0 {
 		why = append(why, fmt.Sprintf("table quota (%.0f WRU/s) throttles", p.TableWRU))
@@ -82,6 +93,8 @@ func bottleneck(pt ScalePoint) string {
 	}
 	if pt.SweepMax > p.Schedule {
 		why = append(why, fmt.Sprintf("a sweep outlasts its %s schedule (%s)", p.Schedule, pt.SweepMax.Round(time.Second)))
+	} else if pt.SweepUnfinished {
+		why = append(why, fmt.Sprintf("a sweep still running at the run's end (%s so far)", pt.SweepMax.Round(time.Second)))
 	}
 	switch {
 	case len(why) > 0 && growing:

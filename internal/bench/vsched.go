@@ -1,7 +1,11 @@
 package bench
 
 import (
+	"bytes"
 	"container/heap"
+	"runtime"
+	"strconv"
+	"sync"
 	"time"
 )
 
@@ -27,6 +31,98 @@ type vsched struct {
 	// yields, sleeps and waits return at once and its DynamoDB calls fail,
 	// so it runs to its end without handing control back.
 	stopping bool
+
+	// Goroutines the engine starts itself (a drain's lane groups, up to
+	// DrainParams.Concurrency at once) are kids of the process that was
+	// running: each keeps its own time, from its parent's, and runs its
+	// calls without yielding — the parent's lane groups run side by side
+	// in one turn of the scheduler, as they run side by side on Lambda.
+	// The parent takes the latest of its kids' times when it next runs
+	// (fold). procs maps a process's goroutine to it.
+	mu    sync.Mutex
+	procs map[uint64]*vproc
+	kids  map[uint64]*kid
+}
+
+// kid is an engine goroutine of a process (see vsched.kids).
+type kid struct {
+	parent *vproc
+	t      time.Time
+	listed bool // in parent.kids
+}
+
+// actor is what a DynamoDB or provider call runs on: a process, or a kid.
+type actor interface {
+	now() time.Time
+	advance(d time.Duration) // spend d of the actor's time (a call)
+	wait(d time.Duration)    // sleep d (a process yields, a kid does not)
+	stopped() bool
+	roleOf() string
+}
+
+func (k *kid) now() time.Time          { return k.t }
+func (k *kid) advance(d time.Duration) { k.t = k.t.Add(d) }
+func (k *kid) wait(d time.Duration)    { k.t = k.t.Add(d) }
+func (k *kid) stopped() bool           { return k.parent.s.stopping }
+func (k *kid) roleOf() string          { return k.parent.role }
+
+func (p *vproc) now() time.Time          { p.s.fold(p); return p.t }
+func (p *vproc) advance(d time.Duration) { p.t = p.t.Add(d) }
+func (p *vproc) wait(d time.Duration)    { p.sleep(d) }
+func (p *vproc) roleOf() string          { return p.role }
+
+// goid is the running goroutine's id.
+func goid() uint64 {
+	var b [64]byte
+	n := runtime.Stack(b[:], false)
+	f := bytes.Fields(b[:n])
+	if len(f) < 2 {
+		return 0
+	}
+	id, _ := strconv.ParseUint(string(f[1]), 10, 64)
+	return id
+}
+
+// self is the actor of the running goroutine: its process, or a kid of the
+// process running now.
+func (s *vsched) self() actor {
+	g := goid()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.procs[g]; p != nil {
+		s.foldLocked(p)
+		return p
+	}
+	k := s.kids[g]
+	if k == nil {
+		if s.cur == nil {
+			return nil
+		}
+		k = &kid{parent: s.cur, t: s.cur.t}
+		s.kids[g] = k
+	}
+	if !k.listed {
+		k.listed = true
+		k.parent.kids = append(k.parent.kids, k)
+	}
+	return k
+}
+
+// fold moves p's time to the latest of its kids'.
+func (s *vsched) fold(p *vproc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.foldLocked(p)
+}
+
+func (s *vsched) foldLocked(p *vproc) {
+	for _, k := range p.kids {
+		if k.t.After(p.t) {
+			p.t = k.t
+		}
+		k.listed = false
+	}
+	p.kids = p.kids[:0]
 }
 
 // vproc is one process of the model: an enqueue invocation pool member, a
@@ -38,12 +134,23 @@ type vproc struct {
 	wake  chan struct{}
 	seq   uint64
 	index int // position in the heap, -1 when not queued
+	// role is what the process stands for in the accounting ("enqueue",
+	// "stream", "sweep", "reaper"); group workers take their parent's.
+	role string
+	kids []*kid
 }
 
-func newVsched() *vsched { return &vsched{back: make(chan struct{}), live: map[*vproc]bool{}} }
+func newVsched() *vsched {
+	return &vsched{back: make(chan struct{}), live: map[*vproc]bool{}, procs: map[uint64]*vproc{}, kids: map[uint64]*kid{}}
+}
 
-// Now is the running process's virtual time (clock.Clock).
-func (s *vsched) Now() time.Time { return s.cur.t }
+// Now is the calling process's or kid's virtual time (clock.Clock).
+func (s *vsched) Now() time.Time {
+	if a := s.self(); a != nil {
+		return a.now()
+	}
+	return s.cur.t
+}
 
 // spawn starts f as a new process at time at; it first runs when the
 // scheduler reaches that time.
@@ -56,9 +163,17 @@ func (s *vsched) spawn(name string, at time.Time, f func(p *vproc)) *vproc {
 	s.push(p)
 	go func() {
 		<-p.wake
+		g := goid()
+		s.mu.Lock()
+		s.procs[g] = p
+		s.mu.Unlock()
 		if !s.stopping {
 			f(p)
 		}
+		s.fold(p)
+		s.mu.Lock()
+		delete(s.procs, g)
+		s.mu.Unlock()
 		p.index = -2 // done: never queued again
 		delete(s.live, p)
 		s.back <- struct{}{}
@@ -111,6 +226,7 @@ func (s *vsched) run(until time.Time) {
 // yield lets every process queued before p's time run first: p is queued at
 // its own time and resumes when it is the earliest.
 func (p *vproc) yield() {
+	p.s.fold(p)
 	if p.s.stopping {
 		return
 	}
@@ -121,12 +237,14 @@ func (p *vproc) yield() {
 
 // sleep advances p's time by d and yields.
 func (p *vproc) sleep(d time.Duration) {
+	p.s.fold(p)
 	p.t = p.t.Add(d)
 	p.yield()
 }
 
 // sleepUntil moves p's time to t (if later) and yields.
 func (p *vproc) sleepUntil(t time.Time) {
+	p.s.fold(p)
 	if t.After(p.t) {
 		p.t = t
 	}
@@ -136,6 +254,7 @@ func (p *vproc) sleepUntil(t time.Time) {
 // park hands control back without queueing p: it runs again only when
 // another process wakes it (wakeAt).
 func (p *vproc) park() {
+	p.s.fold(p)
 	if p.s.stopping {
 		return
 	}
@@ -181,12 +300,13 @@ func (g *vgroup) Go(f func(p *vproc)) {
 		return
 	}
 	g.active++
-	g.parent.s.spawn(g.name, g.parent.t, func(w *vproc) {
+	w := g.parent.s.spawn(g.name, g.parent.t, func(w *vproc) {
 		for len(g.queue) > 0 {
 			f := g.queue[0]
 			g.queue = g.queue[1:]
 			f(w)
 		}
+		w.s.fold(w)
 		g.active--
 		if w.t.After(g.end) {
 			g.end = w.t
@@ -195,6 +315,7 @@ func (g *vgroup) Go(f func(p *vproc)) {
 			g.parent.s.wakeAt(g.parent, g.end)
 		}
 	})
+	w.role = g.parent.role
 }
 
 // Wait parks the parent until every queued function has returned; the
