@@ -701,6 +701,7 @@ type ScaleGridOptions struct {
 	Arrivals             int
 	MinWindow, MaxWindow time.Duration
 	Seed                 uint64
+	TableWRU             float64 // 0: TableWRU
 }
 
 // DefaultScaleGrid is issue 18's grid.
@@ -723,7 +724,7 @@ func ScaleGrid(ctx context.Context, o ScaleGridOptions, progress func(string)) (
 			if progress != nil {
 				progress(fmt.Sprintf("scale model: %.0f/s, %d partitions, window %s", rate, parts, w))
 			}
-			pt, err := ScaleRun(ctx, ScaleParams{Rate: rate, Partitions: parts, Warmup: 2 * time.Second, Window: w, Seed: o.Seed})
+			pt, err := ScaleRun(ctx, ScaleParams{Rate: rate, Partitions: parts, Warmup: 2 * time.Second, Window: w, Seed: o.Seed, TableWRU: o.TableWRU})
 			if err != nil {
 				return out, err
 			}

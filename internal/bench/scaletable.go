@@ -47,9 +47,16 @@ func fmtDur(d time.Duration) string {
 // columns read.
 func ScaleSection(w io.Writer, pts []ScalePoint) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
-	p("The scale model (`bench.ScaleRun`; docs/scale.md) runs the real engine against the embedded DynamoDB on simulated clocks: keyless 1 KB webhook actions arrive as a Poisson process through enqueue function instances (Lambda scales them out); every DynamoDB call takes %s, every provider call %s; writes are throttled once a partition key (base table `P#n`, due index `D#n`) took %.0f write units in the last second or the table %.0f (the SDK's standard retryer: 3 attempts, jittered exponential backoff); the stream has one shard per physical partition (write rate at 500 WRU/s each, at least 4, at most the partition count) and Lambda runs one batch per shard at a time (parallelization factor 1, batch 100, batching window 1 s, polled every %s), each batch drained by one drainer invocation over its partitions, 4 at once; the schedule sweeps every partition once a minute (4 at once) and the reaper runs once a minute. Measured over a window after a 2 s warm-up, then 5 s without arrivals. Prices: %s", CallLatency, CallLatency, KeyWRU, TableWRU, StreamPoll, priceNote)
+	p("The scale model (`bench.ScaleRun`; docs/scale.md) runs the real engine against the embedded DynamoDB on simulated clocks: keyless 1 KB webhook actions arrive as a Poisson process through enqueue function instances (Lambda scales them out); every DynamoDB call takes %s, every provider call %s; writes are throttled once a partition key (base table `P#n`, due index `D#n`) took %.0f write units in the last second or the table %.0f (the SDK's standard retryer: 3 attempts, jittered exponential backoff); the stream has one shard per physical partition (write rate at 500 WRU/s each, at least 4, at most the partition count) and Lambda runs one batch per shard at a time (parallelization factor 1, batch 100, batching window 1 s, polled every %s), each batch drained by one drainer invocation over its partitions, 4 at once; the schedule sweeps every partition once a minute (4 at once) and the reaper runs once a minute. Measured over a window after a 2 s warm-up, then 5 s without arrivals. Prices: %s", CallLatency, CallLatency, KeyWRU, tableWRU(pts), StreamPoll, priceNote)
 	p("")
 	ScaleTable(w, pts)
 	p("")
 	p("Columns: *sustained* = provider calls started in the window per second; *p50/p99* = enqueue start to first provider call of the window's arrivals (∞ when more than 1%% or 50%% got none); *not called* = window arrivals without a provider call by the end; *backlog growth* = least-squares slope of acknowledged-but-not-called actions, sampled every 250 ms; *throttled* = attempts DynamoDB refused (partition keys, table quota); *SDK-failed* = calls that failed after the retries; *sweep* = the window's sweep duration; units and dollars per delivered action, the sweep's and reaper's scaled to one per minute.")
+}
+
+func tableWRU(pts []ScalePoint) float64 {
+	if len(pts) > 0 {
+		return pts[0].Params.TableWRU
+	}
+	return TableWRU
 }

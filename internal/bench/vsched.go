@@ -19,8 +19,10 @@ import (
 // between them it runs at its own time, which the calls advance.
 //
 // The scheduler is itself the clock every engine of the model reads: Now
-// is the running process's time. Runs are deterministic for a seed: the
-// heap breaks ties by the order processes were queued.
+// is the running process's time. The heap breaks ties by the order
+// processes were queued, so a run is deterministic for a seed except for
+// the order in which one process's kids (below) reach the table among
+// themselves.
 type vsched struct {
 	h    procHeap
 	cur  *vproc
