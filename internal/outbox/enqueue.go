@@ -57,47 +57,17 @@ type prepared struct {
 
 // validateEnqueue checks params and returns the kind's spec and variant.
 func (e *Engine) validateEnqueue(p *EnqueueParams, now time.Time) (Adapter, string, error) {
-	ad, ok := e.reg.Lookup(p.Kind)
-	if !ok {
-		if p.Kind == "" {
-			return nil, "", &ValidationError{Field: "kind", Message: "kind is required"}
-		}
-		return nil, "", fmt.Errorf("%w: %q", ErrUnknownKind, p.Kind)
+	ad, err := e.enqueueKind(p)
+	if err != nil {
+		return nil, "", err
 	}
-	s := ad.Spec()
-	if s.InstanceLevel && p.WorkspaceID != "" {
-		return nil, "", &ValidationError{Field: "workspace_id", Message: fmt.Sprintf("kind %s is instance-level and takes no workspace", p.Kind)}
+	if err := validateEnqueueKeys(p); err != nil {
+		return nil, "", err
 	}
-	if !s.InstanceLevel && p.WorkspaceID == "" {
-		return nil, "", &ValidationError{Field: "workspace_id", Message: "workspace_id is required"}
+	if err := e.validateEnqueueBody(p, now); err != nil {
+		return nil, "", err
 	}
-	for _, f := range []struct{ name, v string }{
-		{"workspace_id", p.WorkspaceID}, {"lane_key", p.LaneKey},
-		{"idempotency_key", p.IdempotencyKey}, {"subject_id", p.SubjectID},
-	} {
-		if len(f.v) > maxKeyLen {
-			return nil, "", &ValidationError{Field: f.name, Message: fmt.Sprintf("must be at most %d bytes", maxKeyLen)}
-		}
-		if strings.ContainsRune(f.v, 0) || (f.name == "workspace_id" && strings.Contains(f.v, "#")) {
-			return nil, "", &ValidationError{Field: f.name, Message: "contains a forbidden character"}
-		}
-	}
-	if len(p.Payload) == 0 {
-		return nil, "", &ValidationError{Field: "payload", Message: "payload is required"}
-	}
-	if len(p.Payload) > e.cfg.MaxPayload {
-		return nil, "", &TooLargeError{Size: len(p.Payload), Max: e.cfg.MaxPayload}
-	}
-	if !json.Valid(p.Payload) {
-		return nil, "", &ValidationError{Field: "payload", Message: "payload is not valid JSON"}
-	}
-	if p.MaxAttempts < 0 || p.MaxAttempts > 1000 {
-		return nil, "", &ValidationError{Field: "max_attempts", Message: "must be between 1 and 1000"}
-	}
-	if !p.ExpiresAt.IsZero() && !p.ExpiresAt.After(now) {
-		return nil, "", &ValidationError{Field: "expires_at", Message: "must be in the future"}
-	}
-	v, err := variantOf(s, p.Payload, p.IdempotencyKey)
+	v, err := variantOf(ad.Spec(), p.Payload, p.IdempotencyKey)
 	if err != nil {
 		return nil, "", err
 	}
@@ -109,6 +79,64 @@ func (e *Engine) validateEnqueue(p *EnqueueParams, now time.Time) (Adapter, stri
 		return nil, "", &PayloadError{Message: err.Error()}
 	}
 	return ad, v, nil
+}
+
+// enqueueKind returns the adapter of p's kind, and checks that p names a
+// workspace exactly when the kind is not instance-level.
+func (e *Engine) enqueueKind(p *EnqueueParams) (Adapter, error) {
+	ad, ok := e.reg.Lookup(p.Kind)
+	if !ok {
+		if p.Kind == "" {
+			return nil, &ValidationError{Field: "kind", Message: "kind is required"}
+		}
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, p.Kind)
+	}
+	s := ad.Spec()
+	if s.InstanceLevel && p.WorkspaceID != "" {
+		return nil, &ValidationError{Field: "workspace_id", Message: fmt.Sprintf("kind %s is instance-level and takes no workspace", p.Kind)}
+	}
+	if !s.InstanceLevel && p.WorkspaceID == "" {
+		return nil, &ValidationError{Field: "workspace_id", Message: "workspace_id is required"}
+	}
+	return ad, nil
+}
+
+// validateEnqueueKeys checks the identifiers that become parts of keys:
+// bounded length, no NUL, and no '#' in a workspace id.
+func validateEnqueueKeys(p *EnqueueParams) error {
+	for _, f := range []struct{ name, v string }{
+		{"workspace_id", p.WorkspaceID}, {"lane_key", p.LaneKey},
+		{"idempotency_key", p.IdempotencyKey}, {"subject_id", p.SubjectID},
+	} {
+		if len(f.v) > maxKeyLen {
+			return &ValidationError{Field: f.name, Message: fmt.Sprintf("must be at most %d bytes", maxKeyLen)}
+		}
+		if strings.ContainsRune(f.v, 0) || (f.name == "workspace_id" && strings.Contains(f.v, "#")) {
+			return &ValidationError{Field: f.name, Message: "contains a forbidden character"}
+		}
+	}
+	return nil
+}
+
+// validateEnqueueBody checks the payload (present, within
+// Config.MaxPayload, JSON), max_attempts and expires_at.
+func (e *Engine) validateEnqueueBody(p *EnqueueParams, now time.Time) error {
+	if len(p.Payload) == 0 {
+		return &ValidationError{Field: "payload", Message: "payload is required"}
+	}
+	if len(p.Payload) > e.cfg.MaxPayload {
+		return &TooLargeError{Size: len(p.Payload), Max: e.cfg.MaxPayload}
+	}
+	if !json.Valid(p.Payload) {
+		return &ValidationError{Field: "payload", Message: "payload is not valid JSON"}
+	}
+	if p.MaxAttempts < 0 || p.MaxAttempts > 1000 {
+		return &ValidationError{Field: "max_attempts", Message: "must be between 1 and 1000"}
+	}
+	if !p.ExpiresAt.IsZero() && !p.ExpiresAt.After(now) {
+		return &ValidationError{Field: "expires_at", Message: "must be in the future"}
+	}
+	return nil
 }
 
 // reserveSeq returns a seq of partition p greater than above. Seqs are
