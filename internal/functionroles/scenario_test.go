@@ -180,7 +180,9 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 func sesEvent(t *testing.T, name, id string) events.EventBridgeEvent {
 	var ev events.EventBridgeEvent
 	require.NoError(t, json.Unmarshal(readEvent(t, name), &ev))
-	ev.Detail = json.RawMessage(strings.Replace(string(ev.Detail), `"1-1"`, `"`+id+`"`, 1))
+	const sampleID = `"01m8kjt9g0bvpgyzgh00b1"` // the samples' ferry_action_id
+	require.Contains(t, string(ev.Detail), sampleID)
+	ev.Detail = json.RawMessage(strings.Replace(string(ev.Detail), sampleID, `"`+email.TagValue(id)+`"`, 1))
 	return ev
 }
 

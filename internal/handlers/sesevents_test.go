@@ -89,7 +89,7 @@ func sample(t *testing.T, name, id string) []byte {
 	var ev map[string]any
 	require.NoError(t, json.Unmarshal(raw, &ev))
 	tags := ev["detail"].(map[string]any)["mail"].(map[string]any)["tags"].(map[string]any)
-	require.Equal(t, []any{"1-1"}, tags[email.ActionIDTag])
+	require.Equal(t, []any{"01m8kjt9g0bvpgyzgh00b1"}, tags[email.ActionIDTag])
 	tags[email.ActionIDTag] = []any{email.TagValue(id)}
 	out, err := json.Marshal(ev)
 	require.NoError(t, err)

@@ -48,7 +48,7 @@ func TestParseSESEvent(t *testing.T) {
 			t.Parallel()
 			ev, err := ParseSESEvent(sesSample(t, name))
 			require.NoError(t, err)
-			require.Equal(t, "1-1", ev.ActionID)
+			require.Equal(t, "01m8kjt9g0bvpgyzgh00b1", ev.ActionID)
 			require.Equal(t, want, ev.DeliveryEvent)
 			require.NotContains(t, ev.Detail, "@", "no address in the evidence")
 		})
