@@ -29,8 +29,8 @@ const (
 	StateReady = "ADMITTED"
 )
 
-// Global secondary index names (design.md §3; the `ended` index is gone, ADR
-// 0010).
+// Global secondary index names (design.md §3.8; the `ended` index is gone: the
+// retention journal of design.md §3.6 replaced it).
 const (
 	IndexDue     = "due"
 	IndexSubject = "subject"

@@ -232,7 +232,7 @@ func (s *Stack) Run(ctx context.Context) error {
 
 // followChanges wakes the drainer for every change of the embedded table
 // that makes an action claimable, as the DynamoDB Streams trigger does in
-// AWS (the ADR's stream filter: due_pk present and state ADMITTED).
+// AWS (design.md §3.8's stream filter: due_pk present and state ADMITTED).
 func (s *Stack) followChanges(ctx context.Context) {
 	ch, stop := s.local.Watch()
 	defer stop()

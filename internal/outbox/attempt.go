@@ -83,8 +83,8 @@ func (e *Engine) fenceWrite(ctx context.Context, a *Action) error {
 // release gives back a claimed action that was not started (a lane member
 // whose head did not end, or the drainer's deadline): the attempt does not
 // count. One whose write fence is set stays EXECUTING with its lease ended,
-// so the next claim reads back first; but a fence its own claim set (ADR
-// 0008) goes with the release, since the provider was not called — unless
+// so the next claim reads back first; but a fence its own claim set
+// (design.md §5) goes with the release, since the provider was not called — unless
 // the claim was a reclaim: an earlier claim's attempt may have called, and
 // the fence is the only proof of it left, so it stays (EXECUTING, lease
 // ended) and the action is never taken for one that did not start.

@@ -7,8 +7,8 @@ import (
 // backlog is one partition's live rows as the reaper and the operator's
 // status read them: the due index (ADMITTED actions, expiring proposals,
 // and EXECUTING ones a lagging index still shows) and the rows the claim
-// fence's in-flight map names (the actions claims took out of due, ADR
-// 0009).
+// fence's in-flight map names (the actions claims took out of due,
+// design.md §3.3).
 type backlog struct {
 	rows    []Action
 	inIndex map[int64]bool // seqs live in the due index or the in-flight map

@@ -73,8 +73,8 @@ func (e *Engine) nearDeadline(p DrainParams) bool {
 // nearFenceEnd reports whether the drainer's lease on the partition's claim
 // fence could end, on another drainer's clock, during a provider call
 // started now: the call ends within the write margin less the skew bound,
-// and another clock may run ahead by that bound. A claim-fenced head (ADR
-// 0008) is not called then: while that lease runs nobody else claims in the
+// and another clock may run ahead by that bound. A claim-fenced head
+// (design.md §5) is not called then: while that lease runs nobody else claims in the
 // partition, so no lane successor of the head, which an erasure of the head
 // would free, can start before the head's call has ended. When the fence's
 // lease ends at the drain's deadline this is nearDeadline.

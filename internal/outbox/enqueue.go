@@ -460,7 +460,7 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueu
 func (e *Engine) writeEnqueue(ctx context.Context, prs []*prepared, laneItems []types.TransactWriteItem) (map[int]Action, error) {
 	if len(prs) == 1 && prs[0].idem != nil && len(laneItems) == 0 && prs[0].a.LaneKey == "" {
 		// One keyed action outside a lane: the record first, then the
-		// action, two plain puts (ADR 0007).
+		// action, two plain puts (design.md §4.2).
 		return e.enqueueKeyedFirst(ctx, prs[0])
 	}
 	if len(prs) == 1 && prs[0].idem == nil && len(laneItems) == 0 {
@@ -522,7 +522,7 @@ func (e *Engine) writeEnqueue(ctx context.Context, prs []*prepared, laneItems []
 // record is gone (or its TTL passed, after which it is removed here). A
 // written-first record whose action is missing is finished here: its
 // action is written from it (or, past FinishWindow, the enqueue abandoned
-// and the record removed) (ADR 0007).
+// and the record removed) (design.md §3.5, §4.2).
 func (e *Engine) idemLookup(ctx context.Context, ws, ikey string) (*Action, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: key(idemPK(ws, ikey), skIdem), ConsistentRead: aws.Bool(true),

@@ -148,8 +148,8 @@ func byLease(seqs []int64, inf map[int64]time.Time) {
 	})
 }
 
-// Bounds on the work one claim does on the in-flight map (the audit of ADR
-// 0009: a map of thousands of expired entries, left by a custom driver, must
+// Bounds on the work one claim does on the in-flight map (design.md
+// §3.3: a map of thousands of expired entries, left by a custom driver, must
 // neither fail a claim nor make one unbounded).
 const (
 	// maxInflightRead is how many expired entries one claim reads: one

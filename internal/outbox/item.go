@@ -28,7 +28,7 @@ const (
 	attrMax       = "max"
 	attrEpoch     = "ep"
 	attrPrev      = "prev"
-	attrSucc      = "nxt" // the live lane successor's seq (ADR 0006), on live rows only
+	attrSucc      = "nxt" // the live lane successor's seq (design.md §3.4), on live rows only
 	attrPayload   = "pl"
 	attrCreated   = "ca"
 	attrNext      = "nat"
@@ -45,15 +45,15 @@ const (
 	attrSubPK     = "sub_pk"
 	attrDefers    = "dfn" // deferrals in a row (absent when none)
 	attrDeferAt   = "dfs" // when the first deferral of the row's streak was written (Unix ms)
-	// end_pk/end_sk (the `ended` index keys) are no longer written: ADR
-	// 0010 replaced the index with the retention journal (journal.go).
+	// end_pk/end_sk (the `ended` index keys) are no longer written: the
+	// retention journal (journal.go, design.md §3.6) replaced the index.
 
 	// Rows other than actions.
 	attrSeqNext      = "next"  // SEQ: the next unreserved seq
 	attrClaimVersion = "cv"    // FENCE: claim_version
 	attrFenceOwner   = "owner" // FENCE: holder
 	attrFenceLease   = "olx"   // FENCE: holder's lease (Unix ms)
-	attrInflight     = "inf"   // FENCE: seq -> lease expiry (Unix ms) of claimed actions out of due (ADR 0009)
+	attrInflight     = "inf"   // FENCE: seq -> lease expiry (Unix ms) of claimed actions out of due (design.md §3.3)
 	attrTailSeq      = "seq"   // lane tail: the newest live action's seq
 
 	// IndexDue and IndexSubject are the global secondary indexes.

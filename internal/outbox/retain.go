@@ -292,8 +292,8 @@ func (e *Engine) shrinkJournal(ctx context.Context, j journalItem, done []int64)
 // EraseSubject deletes every action (in any state) and idempotency record of
 // a subject in a workspace, and returns how many actions it deleted.
 //
-// What an erasure stops depends on where the action's write fence is (ADR
-// 0008). An action not yet claimed is never carried out: a claim's
+// What an erasure stops depends on where the action's write fence is
+// (design.md §6, §10). An action not yet claimed is never carried out: a claim's
 // condition fails on a deleted or tombstoned row. An action of a read-back
 // or at-most-once kind, and a lane member claimed behind its group's head,
 // has its own fence write just before the provider call: erased before that
