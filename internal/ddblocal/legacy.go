@@ -144,7 +144,10 @@ var (
 	}
 	scalarTypes    = []string{"S", "N", "B"}
 	legacyArgTypes = map[types.ComparisonOperator][]string{
-		types.ComparisonOperatorEq: {"S", "N", "B", "SS", "NS", "BS"}, types.ComparisonOperatorNe: {"S", "N", "B", "SS", "NS", "BS"},
+		// EQ and NE take a value of any type (lists, maps and booleans
+		// too, though the API reference names only scalars and sets:
+		// ScyllaDB's Alternator suite, test_query_filter_eq/_ne, recorded
+		// against DynamoDB).
 		types.ComparisonOperatorLe: scalarTypes, types.ComparisonOperatorLt: scalarTypes,
 		types.ComparisonOperatorGe: scalarTypes, types.ComparisonOperatorGt: scalarTypes,
 		types.ComparisonOperatorContains: scalarTypes, types.ComparisonOperatorNotContains: scalarTypes,
@@ -233,7 +236,10 @@ func (p *placeholders) conditionExpr(attr string, op types.ComparisonOperator, v
 	case types.ComparisonOperatorContains:
 		return "contains(" + a + ", " + v(0) + ")"
 	case types.ComparisonOperatorNotContains:
-		return "NOT contains(" + a + ", " + v(0) + ")"
+		// A missing attribute fails NOT_CONTAINS as it fails CONTAINS
+		// (unlike NE; ScyllaDB's Alternator suite,
+		// test_update_expected_1_not_contains, recorded against DynamoDB).
+		return "attribute_exists(" + a + ") AND NOT contains(" + a + ", " + v(0) + ")"
 	case types.ComparisonOperatorBeginsWith:
 		return "begins_with(" + a + ", " + v(0) + ")"
 	case types.ComparisonOperatorIn:
@@ -264,6 +270,23 @@ func checkConditionalOperator(op types.ConditionalOperator) error {
 		return nil
 	}
 	return validationError("1 validation error detected: Value '%s' at 'conditionalOperator' failed to satisfy constraint: Member must satisfy enum value set: [OR, AND]", op)
+}
+
+// checkConditionalOperatorUse: DynamoDB refuses a ConditionalOperator
+// unless the Expected, QueryFilter or ScanFilter beside it has two or more
+// conditions (messages as recorded against DynamoDB by ExtendDB's
+// dual-target suite; ScyllaDB's Alternator suite, test_update_expected_empty
+// and test_conditional_operator_expected_missing, checks the refusal).
+func checkConditionalOperatorUse(op types.ConditionalOperator, conditions int) error {
+	switch {
+	case op == "":
+		return nil
+	case conditions == 0:
+		return validationError("ConditionalOperator cannot be used without Filter or Expected")
+	case conditions == 1:
+		return validationError("ConditionalOperator can only be used when Filter or Expected has two or more elements")
+	}
+	return nil
 }
 
 // filterExpr validates a QueryFilter or ScanFilter and renders it.
@@ -486,6 +509,9 @@ func legacyCondition(cond *string, exp map[string]types.ExpectedAttributeValue, 
 	if err := checkConditionalOperator(op); err != nil {
 		return nil, err
 	}
+	if err := checkConditionalOperatorUse(op, len(exp)); err != nil {
+		return nil, err
+	}
 	if exp == nil {
 		return cond, nil
 	}
@@ -587,6 +613,9 @@ func legacyScan(in *dynamodb.ScanInput) (*dynamodb.ScanInput, error) {
 	if err := checkConditionalOperator(in.ConditionalOperator); err != nil {
 		return nil, err
 	}
+	if err := checkConditionalOperatorUse(in.ConditionalOperator, len(in.ScanFilter)); err != nil {
+		return nil, err
+	}
 	p := newPlaceholders(nil, nil)
 	cp := *in
 	cp.ScanFilter, cp.AttributesToGet, cp.ConditionalOperator = nil, nil, ""
@@ -629,6 +658,9 @@ func legacyQuery(in *dynamodb.QueryInput) (*dynamodb.QueryInput, legacyFlags, er
 		return in, flags, nil
 	}
 	if err := checkConditionalOperator(in.ConditionalOperator); err != nil {
+		return nil, flags, err
+	}
+	if err := checkConditionalOperatorUse(in.ConditionalOperator, len(in.QueryFilter)); err != nil {
 		return nil, flags, err
 	}
 	p := newPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues)

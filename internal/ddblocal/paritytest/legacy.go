@@ -121,7 +121,14 @@ func legacyCases() []parityCase {
 			require.Equal(t, []string{"2"}, one("str", cond(types.ComparisonOperatorContains, s("nan"))))
 			require.Equal(t, []string{"1"}, one("set", cond(types.ComparisonOperatorContains, s("red"))))
 			require.Equal(t, []string{"1"}, one("l", cond(types.ComparisonOperatorContains, s("x"))), "a list member")
-			require.Equal(t, []string{"2", "3", "4"}, one("set", cond(types.ComparisonOperatorNotContains, s("red"))))
+			// NOT_CONTAINS is false on a missing attribute, as CONTAINS is
+			// (Alternator's test_update_expected_1_not_contains, recorded
+			// against DynamoDB for Expected; the filters share its rules).
+			require.Equal(t, []string{"2"}, one("set", cond(types.ComparisonOperatorNotContains, s("red"))))
+			require.Equal(t, []string{"2", "3"}, one("str", cond(types.ComparisonOperatorNotContains, s("pp"))))
+			// EQ and NE take any type: lists and maps compare whole.
+			require.Equal(t, []string{"1"}, one("l", cond(types.ComparisonOperatorEq, &types.AttributeValueMemberL{Value: []types.AttributeValue{s("x")}})))
+			require.Equal(t, []string{"2", "3", "4"}, one("l", cond(types.ComparisonOperatorNe, &types.AttributeValueMemberL{Value: []types.AttributeValue{s("x")}})))
 			require.Equal(t, []string{"2"}, one("str", cond(types.ComparisonOperatorBeginsWith, s("ban"))))
 			require.Equal(t, []string{"1", "3"}, one("str", cond(types.ComparisonOperatorIn, s("apple"), s("cherry"), s("kiwi"))))
 			require.Equal(t, []string{"1", "2"}, one("str", cond(types.ComparisonOperatorBetween, s("a"), s("c"))))
@@ -247,6 +254,30 @@ func legacyCases() []parityCase {
 			requireAPIError(t, scan(cond(types.ComparisonOperatorBetween, n("5"), n("2"))), "ValidationException", "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound")
 			requireAPIError(t, scan(cond(types.ComparisonOperatorGt, ss("a"))), "ValidationException", "One or more parameter values were invalid: ComparisonOperator GT is not valid for SS AttributeValue type")
 			requireAPIError(t, scan(cond(types.ComparisonOperatorBeginsWith, n("1"))), "ValidationException", "ComparisonOperator BEGINS_WITH is not valid for N AttributeValue type")
+			// ConditionalOperator needs an Expected or filter of two or more
+			// conditions (texts: ExtendDB's suite, run against DynamoDB;
+			// Alternator's test_update_expected_empty checks the refusal).
+			const noFilter = "ConditionalOperator cannot be used without Filter or Expected"
+			const oneCond = "ConditionalOperator can only be used when Filter or Expected has two or more elements"
+			_, err = b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: tn, Key: key("a", "1"), ConditionalOperator: types.ConditionalOperatorOr,
+				AttributeUpdates: map[string]types.AttributeValueUpdate{"y": {Value: n("1")}}})
+			requireAPIError(t, err, "ValidationException", noFilter)
+			_, err = b.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: key("a", "1"), ConditionalOperator: types.ConditionalOperatorAnd,
+				Expected: map[string]types.ExpectedAttributeValue{}})
+			requireAPIError(t, err, "ValidationException", noFilter)
+			_, err = b.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: tn, Key: key("a", "1"), ConditionalOperator: types.ConditionalOperatorAnd,
+				Expected: map[string]types.ExpectedAttributeValue{"pk": {Exists: aws.Bool(false)}}})
+			requireAPIError(t, err, "ValidationException", oneCond)
+			_, err = b.client.Scan(ctx, &dynamodb.ScanInput{TableName: tn, ConditionalOperator: types.ConditionalOperatorOr})
+			requireAPIError(t, err, "ValidationException", noFilter)
+			_, err = b.client.Scan(ctx, &dynamodb.ScanInput{TableName: tn, ConditionalOperator: types.ConditionalOperatorOr, ScanFilter: map[string]types.Condition{"x": cond(types.ComparisonOperatorNotNull)}})
+			requireAPIError(t, err, "ValidationException", oneCond)
+			_, err = b.client.Query(ctx, &dynamodb.QueryInput{TableName: tn, ConditionalOperator: types.ConditionalOperatorAnd,
+				KeyConditions: map[string]types.Condition{"pk": cond(types.ComparisonOperatorEq, s("a"))}})
+			requireAPIError(t, err, "ValidationException", noFilter)
+			_, err = b.client.Query(ctx, &dynamodb.QueryInput{TableName: tn, ConditionalOperator: types.ConditionalOperatorAnd,
+				KeyConditions: map[string]types.Condition{"pk": cond(types.ComparisonOperatorEq, s("a"))}, QueryFilter: map[string]types.Condition{"x": cond(types.ComparisonOperatorNotNull)}})
+			requireAPIError(t, err, "ValidationException", oneCond)
 
 			put := func(exp types.ExpectedAttributeValue) error {
 				_, err := b.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: key("a", "1"), Expected: map[string]types.ExpectedAttributeValue{"x": exp}})
