@@ -85,10 +85,14 @@ func (db *DB) updateTable(in *dynamodb.UpdateTableInput) (*dynamodb.UpdateTableO
 		case aws.ToBool(spec.StreamEnabled) && enabled:
 			return nil, validationError("Table already has an enabled stream: TableName: %s", s.name)
 		case !aws.ToBool(spec.StreamEnabled) && !enabled:
-			return nil, validationError("Table does not have an enabled stream: TableName: %s", s.name)
+			// DynamoDB's text, as recorded by the ACK controller's probes.
+			return nil, validationError("Table has no stream to disable: TableName: %s", s.name)
 		case aws.ToBool(spec.StreamEnabled):
 			if spec.StreamViewType == "" {
 				return nil, validationError("1 validation error detected: Value null at 'streamSpecification.streamViewType' failed to satisfy constraint: Member must not be null")
+			}
+			if err := checkStreamViewType(spec.StreamViewType); err != nil {
+				return nil, err
 			}
 			s.stream = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: spec.StreamViewType}
 			s.streamLabel = db.clock.Now().UTC().Format("2006-01-02T15:04:05.000")

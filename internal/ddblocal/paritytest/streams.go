@@ -312,6 +312,45 @@ func streamCases() []streamCase {
 			requireAPIError(t, err, "ResourceNotFoundException", "")
 			_, err = b.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(b.arn + "|1|AAAA")})
 			require.Error(t, err)
+			// A StreamArn that is not a stream ARN is a ValidationException,
+			// a well-formed one of no stream ResourceNotFound (above); the
+			// AWS SDK for JavaScript's integration test matches "Invalid
+			// StreamArn"; Alternator's test_describe_nonexistent_stream,
+			// test_get_shard_iterator and
+			// test_list_streams_with_nonexistent_last_stream (recorded
+			// against DynamoDB) check the type.
+			const bogus = "sdfadfsdfnlfkajakfgjalksfgklasjklasdjfklasdfasdfgasf"
+			_, err = b.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(bogus)})
+			requireAPIError(t, err, "ValidationException", "Invalid StreamArn")
+			d, err := b.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(b.arn)})
+			require.NoError(t, err)
+			shard := d.StreamDescription.Shards[0]
+			_, err = b.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(bogus), ShardId: shard.ShardId, ShardIteratorType: stypes.ShardIteratorTypeLatest})
+			requireAPIError(t, err, "ValidationException", "Invalid StreamArn")
+			_, err = b.streams.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(b.table), ExclusiveStartStreamArn: aws.String(bogus)})
+			requireAPIError(t, err, "ValidationException", "Invalid StreamArn")
+			// TRIM_HORIZON and LATEST take no SequenceNumber (Alternator's
+			// test_get_shard_iterator; AWS's text is not established).
+			for _, typ := range []stypes.ShardIteratorType{stypes.ShardIteratorTypeTrimHorizon, stypes.ShardIteratorTypeLatest} {
+				_, err = b.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(b.arn), ShardId: shard.ShardId,
+					ShardIteratorType: typ, SequenceNumber: shard.SequenceNumberRange.StartingSequenceNumber})
+				requireAPIError(t, err, "ValidationException", "")
+			}
+			// Disabling a stream the table does not have (ACK controller's
+			// probes, against DynamoDB), and an unknown StreamViewType
+			// (Alternator's test_create_streams_wrong_type; the enum's order
+			// in AWS's text is not established).
+			upd := b.client.(interface {
+				UpdateTable(context.Context, *dynamodb.UpdateTableInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
+			})
+			_, err = upd.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(b.table), StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}})
+			require.NoError(t, err)
+			w := dynamodb.NewTableExistsWaiter(b.client, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 500 * time.Millisecond })
+			require.NoError(t, w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(b.table)}, 5*time.Minute))
+			_, err = upd.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(b.table), StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}})
+			requireAPIError(t, err, "ValidationException", "Table has no stream to disable: TableName: "+b.table)
+			_, err = upd.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(b.table), StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: "Fisk"}})
+			requireAPIError(t, err, "ValidationException", "1 validation error detected: Value 'Fisk' at 'streamSpecification.streamViewType' failed to satisfy constraint: Member must satisfy enum value set")
 		}},
 	}
 }
