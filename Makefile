@@ -51,9 +51,16 @@ build: ## Build each function as bin/<function>/bootstrap (linux/arm64, static, 
 DEV_FLAGS ?=
 
 .PHONY: dev
-dev: ## Run the whole stack on this machine (flags: make dev DEV_FLAGS="--allow-private-webhooks")
-	$(GO) build -ldflags "$(STAMP)" -o .cache/bin/ferry ./cmd/ferry
-	.cache/bin/ferry dev $(DEV_FLAGS)
+dev: ferry ## Run the whole stack on this machine (flags: make dev DEV_FLAGS="--allow-private-webhooks")
+	$(FERRY_BIN) dev $(DEV_FLAGS)
+
+# The ferry command, version stamped like the bootstraps (make dev and
+# make local run it from here).
+FERRY_BIN ?= .cache/bin/ferry
+
+.PHONY: ferry
+ferry: ## Build the ferry command into .cache/bin/ferry, version stamped (FERRY_BIN=path elsewhere)
+	$(GO) build -ldflags "$(STAMP)" -o $(FERRY_BIN) ./cmd/ferry
 
 # The Lambda Runtime Interface Emulator, installed into the project's own
 # .cache/bin (pinned; the stamp file re-installs it when the pin moves).
@@ -73,11 +80,10 @@ LOCAL_FLAGS ?=
 LOCAL_BIN := .cache/local/bin
 
 .PHONY: local
-local: .cache/rie-$(RIE_VERSION).stamp ## The deployed functions on this machine, wired from the synthesized template (flags: make local LOCAL_FLAGS="--allow-private-webhooks")
+local: .cache/rie-$(RIE_VERSION).stamp ferry ## The deployed functions on this machine, wired from the synthesized template (flags: make local LOCAL_FLAGS="--allow-private-webhooks")
 	$(MAKE) --no-print-directory build
 	$(MAKE) --no-print-directory build LAMBDA_ARCH=$$($(GO) env GOARCH) LAMBDA_BIN=$(LOCAL_BIN)
-	$(GO) build -ldflags "$(STAMP)" -o .cache/bin/ferry ./cmd/ferry
-	.cache/bin/ferry local --rie $(RIE) --bin-dir $(LOCAL_BIN) $(LOCAL_FLAGS)
+	$(FERRY_BIN) local --rie $(RIE) --bin-dir $(LOCAL_BIN) $(LOCAL_FLAGS)
 
 .PHONY: local-test
 local-test: .cache/rie-$(RIE_VERSION).stamp ## ferry local's two stack tests: a webhook and an email through the front, the stream and schedules; a changed stream filter
@@ -153,3 +159,37 @@ diff: infra/node_modules/.package-lock.json ## Show what deploy would change (ne
 deploy: infra/node_modules/.package-lock.json ## Deploy the stack (needs AWS credentials; see docs/deploy.md)
 	$(MAKE) build
 	$(CDK) deploy
+
+# Releases (CONTRIBUTING.md). make release VERSION=v0.x.y, from a clean
+# checkout: make test (RELEASE_SKIP_TEST=1 skips it: only for trying the
+# target itself), CHANGELOG.md's Unreleased becomes the version (a commit),
+# an annotated tag (local: nothing is pushed), the bootstraps built from the
+# tag (their version is the tag) and dist/: one Lambda zip per function and
+# SHA256SUMS. RELEASE_DATE (YYYY-MM-DD, default today in UTC) dates it.
+RELEASE := $(GO) run ./internal/release/cmd/ferry-release
+RELEASE_DATE ?= $(shell date -u +%F)
+RELEASE_SKIP_TEST ?=
+
+.PHONY: release
+release: ## Cut release VERSION=v0.x.y: clean tree, make test, CHANGELOG, local tag, dist/ zips + SHA256SUMS (never pushes)
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "release: VERSION=v0.x.y is required (got '$(VERSION)')" >&2; exit 2; }
+	@[[ -z "$$(git status --porcelain)" ]] || { echo "release: the tree is not clean:" >&2; git status --short >&2; exit 1; }
+	@! git rev-parse -q --verify "refs/tags/$(VERSION)" >/dev/null || { echo "release: tag $(VERSION) exists already" >&2; exit 1; }
+ifeq ($(RELEASE_SKIP_TEST),)
+	$(MAKE) --no-print-directory test
+	@[[ -z "$$(git status --porcelain)" ]] || { echo "release: make test changed the tree:" >&2; git status --short >&2; exit 1; }
+else
+	@echo "release: make test SKIPPED (RELEASE_SKIP_TEST=$(RELEASE_SKIP_TEST)); a real release runs it"
+endif
+	$(RELEASE) cut -version $(VERSION) -date $(RELEASE_DATE) CHANGELOG.md
+	git commit -q -m "Release $(VERSION)" -- CHANGELOG.md
+	git tag -a $(VERSION) -m "Ferry $(VERSION)"
+	rm -rf dist
+	$(MAKE) --no-print-directory build
+	@[[ "$$(cat bin/VERSION)" == "$(VERSION)" ]] || { echo "release: the bootstraps say $$(cat bin/VERSION), not $(VERSION)" >&2; exit 1; }
+	$(RELEASE) dist -version $(VERSION) -functions "$(FUNCTIONS)" -bin bin -out dist -arch $(LAMBDA_ARCH) -date $(RELEASE_DATE)
+	@echo "release: $(VERSION) tagged locally; push it yourself: git push origin $(VERSION)"
+
+.PHONY: changelog-fingerprint
+changelog-fingerprint: ## Print CHANGELOG.md's fingerprint line for the current table layout and OpenAPI document
+	@$(RELEASE) fingerprint
