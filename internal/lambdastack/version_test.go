@@ -67,7 +67,7 @@ func TestLocalStackOneVersion(t *testing.T) {
 		Resources map[string]struct {
 			Type       string `json:"Type"`
 			Properties struct {
-				Tags []struct{ Key, Value string } `json:"Tags"`
+				Tags json.RawMessage `json:"Tags"` // a list on a function, a map on some types
 			} `json:"Properties"`
 		} `json:"Resources"`
 	}
@@ -78,8 +78,10 @@ func TestLocalStackOneVersion(t *testing.T) {
 			continue
 		}
 		functions++
+		var tags []struct{ Key, Value string }
+		require.NoError(t, json.Unmarshal(r.Properties.Tags, &tags), id)
 		var got string
-		for _, tag := range r.Properties.Tags {
+		for _, tag := range tags {
 			if tag.Key == "ferry:version" {
 				got = tag.Value
 			}
