@@ -368,6 +368,21 @@ func (db *DB) describeStream(in *dynamodbstreams.DescribeStreamInput) (*dynamodb
 	if err := checkLength("exclusiveStartShardId", in.ExclusiveStartShardId, 28, 65, false); err != nil {
 		return nil, err
 	}
+	if f := in.ShardFilter; f != nil {
+		// Alternator's test_stream_shard_filtering_* (recorded against
+		// DynamoDB) check that each is a ValidationException naming the
+		// member.
+		switch f.Type {
+		case stypes.ShardFilterTypeChildShards:
+		case "":
+			return nil, streamsValidation("1 validation error detected: Value null at 'shardFilter.type' failed to satisfy constraint: Member must not be null")
+		default:
+			return nil, streamsValidation("1 validation error detected: Value '%s' at 'shardFilter.type' failed to satisfy constraint: Member must satisfy enum value set: [CHILD_SHARDS]", f.Type)
+		}
+		if err := checkLength("shardFilter.shardId", f.ShardId, 28, 65, true); err != nil {
+			return nil, err
+		}
+	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	cutoff := db.clock.Now().Add(-db.changeRetention)

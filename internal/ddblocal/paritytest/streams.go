@@ -329,6 +329,15 @@ func streamCases() []streamCase {
 			requireAPIError(t, err, "ValidationException", "Invalid StreamArn")
 			_, err = b.streams.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(b.table), ExclusiveStartStreamArn: aws.String(bogus)})
 			requireAPIError(t, err, "ValidationException", "Invalid StreamArn")
+			// A ShardFilter needs a known Type and a ShardId (Alternator's
+			// test_stream_shard_filtering_*).
+			for _, f := range []stypes.ShardFilter{{ShardId: shard.ShardId, Type: "foo"}, {ShardId: shard.ShardId}, {Type: stypes.ShardFilterTypeChildShards}, {ShardId: aws.String("qwerty"), Type: stypes.ShardFilterTypeChildShards}} {
+				_, err = b.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(b.arn), ShardFilter: &f})
+				requireAPIError(t, err, "ValidationException", "shardFilter.")
+			}
+			c, err := b.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(b.arn), ShardFilter: &stypes.ShardFilter{ShardId: shard.ShardId, Type: stypes.ShardFilterTypeChildShards}})
+			require.NoError(t, err)
+			require.Empty(t, c.StreamDescription.Shards, "the shard has no children")
 			// TRIM_HORIZON and LATEST take no SequenceNumber (Alternator's
 			// test_get_shard_iterator; AWS's text is not established).
 			for _, typ := range []stypes.ShardIteratorType{stypes.ShardIteratorTypeTrimHorizon, stypes.ShardIteratorTypeLatest} {
