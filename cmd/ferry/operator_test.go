@@ -267,6 +267,17 @@ func TestOperatorCommandsAgainstFerryDev(t *testing.T) {
 	// An ADMITTED action waiting out a retry's backoff (a stuck lane
 	// head's case) can be cancelled too; it never runs again.
 	require.Equal(t, "ADMITTED", d.get(t, ids[12])["state"])
+	// Its attempts as far as the table keeps them: the latest one's count,
+	// and when the next is due (the 500's ten-minute backoff).
+	w := d.json(t, "actions", "get", ids[12])["action"].(map[string]any)
+	require.Equal(t, 1, num(w["attempt"]))
+	next, err := time.Parse(time.RFC3339, w["next_attempt_at"].(string))
+	require.NoError(t, err)
+	require.WithinRange(t, next, time.Now().Add(time.Minute), time.Now().Add(11*time.Minute), "the backoff")
+	out, code = d.ferry(t, "", "actions", "get", ids[12])
+	require.Equal(t, operator.ExitOK, code, out)
+	require.Contains(t, out, "next attempt")
+	require.Contains(t, out, "The table keeps each action's latest attempt only")
 	c = d.json(t, "actions", "cancel", ids[12], "--yes")
 	require.Equal(t, "CANCELLED", c["action"].(map[string]any)["state"])
 	require.Equal(t, "CANCELLED", d.get(t, ids[12])["state"])
