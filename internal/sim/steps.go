@@ -124,12 +124,16 @@ func (w *world) randomStep() {
 		{10, "clock", func() { w.advance(randDur(w.rng, 50*time.Millisecond, 5*time.Second)) }},
 		{3, "clock", func() { w.advance(randDur(w.rng, 10*time.Second, 2*time.Minute)) }},
 	}
+	if w.opt.Repartition {
+		cs = append(cs, choice{2, "repartition", w.repartitionStep})
+	}
 	if w.rng.IntN(40) == 0 {
 		cs = append(cs, choice{1, "clock", func() { w.advance(randDur(w.rng, time.Hour, 3*24*time.Hour)) }})
 	}
 	if live < 4 {
 		cs = append(cs, choice{8, "drainer-start", func() {
-			w.startDrainer(w.hosts[w.rng.IntN(len(w.hosts))], w.rng.IntN(w.cfg.Partitions))
+			h := w.hosts[w.rng.IntN(len(w.hosts))]
+			w.startDrainer(h, w.rng.IntN(h.parts))
 		}})
 	}
 	if live > 0 {
@@ -378,6 +382,15 @@ func (w *world) quiesce() {
 	w.step = w.opt.Steps + 1
 	w.faultsOn, w.quiet = false, true
 	w.tracef(nil, "quiesce: faults stop")
+	if w.opt.Repartition {
+		// The deploy finishes: every host runs the last count.
+		for _, h := range append(append([]*host(nil), w.hosts...), w.future) {
+			if h.parts != w.parts {
+				w.build(h, w.parts)
+				w.tracef(nil, "repartition: %s now on %d partitions", h.name, w.parts)
+			}
+		}
+	}
 	for len(w.procs) > 0 && !w.stopped {
 		w.stepProc(w.procs[0])
 	}
@@ -385,7 +398,7 @@ func (w *world) quiesce() {
 	for round := 0; round < maxQuiesceRounds && idle < 2 && !w.stopped; round++ {
 		before := w.feedSeq
 		w.advance(w.cfg.Lease + w.cfg.RetryCap + 10*time.Second)
-		for part := 0; part < w.cfg.Partitions && !w.stopped; part++ {
+		for part := 0; part < w.hosts[0].parts && !w.stopped; part++ {
 			p := w.startDrainer(w.hosts[0], part)
 			for !p.done && !w.stopped {
 				w.stepProc(p)
@@ -550,4 +563,32 @@ func (w *world) actionChangesSince(seq uint64) int {
 		}
 	}
 	return n
+}
+
+// repartitionStep (Options.Repartition) is one step of a rolling deploy of
+// a new partition count: now and then a deploy chooses a new count, and
+// each step moves one host that does not run it yet to it.
+func (w *world) repartitionStep() {
+	all := append(append([]*host(nil), w.hosts...), w.future)
+	var behind []*host
+	for _, h := range all {
+		if h.parts != w.parts {
+			behind = append(behind, h)
+		}
+	}
+	if len(behind) == 0 || w.prng.IntN(4) == 0 {
+		n := 2 + w.prng.IntN(5)
+		if n == w.parts {
+			n = 2 + (n-1)%5
+		}
+		w.tracef(nil, "repartition: deploy of %d partitions (was %d)", n, w.parts)
+		w.parts = n
+		behind = all
+	}
+	h := behind[w.prng.IntN(len(behind))]
+	if h.parts == w.parts {
+		return
+	}
+	w.build(h, w.parts)
+	w.tracef(nil, "repartition: %s now on %d partitions", h.name, w.parts)
 }

@@ -77,6 +77,15 @@ type Options struct {
 	// between a keyed enqueue's record and its action (design.md §4.2) happens,
 	// and resends finish those enqueues.
 	KillEnqueues bool
+	// Repartition changes the partition count mid-run as a rolling
+	// deploy of a new `partitions` does: now and then a new count between
+	// 2 and 6 is chosen and hosts take it one by one (old and new counts
+	// side by side), up and down; at the end of the steps every host has
+	// the last count, and the run drains that many partitions. Its draws
+	// come from a source of their own. Today's engine does not support a
+	// live change (docs/deploy.md: drain first; ADR 0011, proposed):
+	// TestRepartitionIsCaughtByTheCheckers shows what the checkers find.
+	Repartition bool
 }
 
 // Violation is one broken invariant.
@@ -135,12 +144,15 @@ var epoch0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 // host is one deployed build on one machine: an engine with its registry
 // and its own (skewed) view of the clock.
 type host struct {
-	name string
-	old  bool // the older build
-	skew time.Duration
-	clk  clock.Offset
-	eng  *outbox.Engine
-	reg  *outbox.Registry
+	name  string
+	idx   int  // seeds its engine's random source
+	parts int  // its engine's Config.Partitions
+	gen   int  // engines built for it (Options.Repartition)
+	old   bool // the older build
+	skew  time.Duration
+	clk   clock.Offset
+	eng   *outbox.Engine
+	reg   *outbox.Registry
 }
 
 func (h *host) now() time.Time { return h.clk.Now() }
@@ -172,6 +184,8 @@ type world struct {
 	cfg      outbox.Config
 	rng      *rand.Rand
 	krng     *rand.Rand // Options.KillEnqueues draws
+	prng     *rand.Rand // Options.Repartition draws
+	parts    int        // the last partition count a deploy chose (Options.Repartition)
 	clk      *clock.Manual
 	db       *ddblocal.DB
 	wrap     *simDB
@@ -282,6 +296,7 @@ func newWorld(opt Options) *world {
 		cfg:      simConfig.WithDefaults(),
 		rng:      rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5deece66d)),
 		krng:     rand.New(rand.NewPCG(opt.Seed, 0x6b696c6c)),
+		prng:     rand.New(rand.NewPCG(opt.Seed, 0x70617274)),
 		clk:      clock.NewManual(epoch0),
 		tokens:   map[string]*token{},
 		rows:     map[string]*row{},
@@ -329,18 +344,32 @@ func newWorld(opt Options) *world {
 		w.hosts = append(w.hosts, h)
 	}
 	w.future = &host{name: "next", clk: clock.Offset{Base: w.clk}, reg: w.registry(false, true)}
+	w.parts = w.cfg.Partitions
 	for i, h := range append(append([]*host(nil), w.hosts...), w.future) {
-		eng, err := outbox.New(w.wrap, h.clk, h.reg, w.cfg,
-			outbox.WithRand(rand.New(rand.NewPCG(opt.Seed+uint64(i)+1, 77))))
-		if err != nil {
-			panic(fmt.Sprintf("sim: engine: %v", err))
-		}
-		h.eng = eng
+		h.idx = i
+		w.build(h, w.cfg.Partitions)
 	}
 	w.tracef(nil, "seed %d steps %d broken %#x: faults before=%.3f after=%.3f throttle=%.3f conflict=%.3f delay=%.3f(max %s) hang=%.3f; index lag <= %s; TTL %s late; skews %s %s %s %s",
 		opt.Seed, opt.Steps, uint32(opt.Broken), w.rt.failBefore, w.rt.failAfter, w.rt.throttle, w.rt.conflict, w.rt.delay, w.rt.maxDelay, w.rt.hang,
 		w.maxLag, w.ttlDelay, w.hosts[0].skew, w.hosts[1].skew, w.hosts[2].skew, w.hosts[3].skew)
 	return w
+}
+
+// build gives h an engine with parts partitions. The first engine of each
+// host draws from the source every run always used.
+func (w *world) build(h *host, parts int) {
+	cfg := w.cfg
+	cfg.Partitions = parts
+	src := rand.NewPCG(w.opt.Seed+uint64(h.idx)+1, 77)
+	if h.gen > 0 {
+		src = rand.NewPCG(w.opt.Seed+uint64(h.idx)+1, 77+uint64(h.gen))
+	}
+	eng, err := outbox.New(w.wrap, h.clk, h.reg, cfg, outbox.WithRand(rand.New(src)))
+	if err != nil {
+		panic(fmt.Sprintf("sim: engine: %v", err))
+	}
+	h.eng, h.parts = eng, parts
+	h.gen++
 }
 
 func (w *world) indexLag(string, string) time.Duration {

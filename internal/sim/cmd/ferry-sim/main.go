@@ -19,9 +19,10 @@ func main() {
 	steps := flag.Int("steps", 500, "steps per seed")
 	seed := flag.Uint64("seed", 0, "replay this one seed and print its trace")
 	broken := flag.Uint("broken", 0, "run a deliberately broken variant (sim.Broken bits), to see a checker fail")
+	repart := flag.Bool("repartition", false, "with -seed: change the partition count mid-run (sim.Options.Repartition; today's engine breaks, ADR 0011)")
 	flag.Parse()
 	if *seed != 0 {
-		r := sim.Run(sim.Options{Seed: *seed, Steps: *steps, Broken: sim.Broken(*broken)})
+		r := sim.Run(sim.Options{Seed: *seed, Steps: *steps, Broken: sim.Broken(*broken), Repartition: *repart})
 		os.Stdout.Write(r.Trace)
 		if r.Failed() {
 			os.Exit(1)
