@@ -86,7 +86,7 @@ local: .cache/rie-$(RIE_VERSION).stamp ferry ## The deployed functions on this m
 	$(FERRY_BIN) local --rie $(RIE) --bin-dir $(LOCAL_BIN) $(LOCAL_FLAGS)
 
 .PHONY: local-test
-local-test: .cache/rie-$(RIE_VERSION).stamp ## ferry local's two stack tests: a webhook and an email through the front, the stream and schedules; a changed stream filter
+local-test: .cache/rie-$(RIE_VERSION).stamp ## ferry local's stack tests: a webhook and an email through the front, the stream and schedules; a changed stream filter; one version in ferry version, tags, /healthz and cold starts
 	LAMBDA_RIE=$(RIE) $(INFRA_ENV) $(GO) test -tags lambdastack -count=1 -v -run 'TestLocalStack' ./internal/lambdastack/
 
 # make local-figures: enqueue-to-delivery p50/p99 of 200 webhooks through
