@@ -48,7 +48,8 @@ func run() error {
 		noLambda    = flag.Bool("no-lambda", false, "skip the bootstrap sizes and emulator timings")
 		workloads   = flag.String("workloads", "", "comma-separated cost workloads to run (keyless,laned,trickle,keyed,email,batch25,backlog,stranded; default all)")
 		costsOnly   = flag.Bool("costs-only", false, "run the cost workloads only (no latency, drain rate, memory, bootstrap sizes or emulator timings)")
-		scale       = flag.String("scale", "grid", "scale model: grid (issue 18's rates x partitions), none, or only (the grid alone, printed, no files written)")
+		scale       = flag.String("scale", "grid", "scale model: grid (issue 18's rates x partitions), none, or only (the grid alone: printed, and its chart written; no Markdown)")
+		scalePNG    = flag.String("scale-png", "docs/scale.png", "the scale model's PNG chart to write ('' = none)")
 		sRates      = flag.String("scale-rates", "", "comma-separated arrival rates of the scale grid (default 100,1000,3000,10000)")
 		sParts      = flag.String("scale-partitions", "", "comma-separated partition counts of the scale grid (default 16,64,256,1024)")
 		sArr        = flag.Int("scale-arrivals", 0, "arrivals per scale point's window (default 12000; window 3 s..20 s)")
@@ -93,7 +94,18 @@ func run() error {
 	runScale := func() error {
 		pts, err := bench.ScaleGrid(ctx, grid, step)
 		res.Scale = pts
-		return err
+		if err != nil || *scalePNG == "" {
+			return err
+		}
+		f, err := os.Create(*scalePNG)
+		if err != nil {
+			return err
+		}
+		if err := bench.ScaleChart(f, pts, "Ferry scale model: keyless 1 KB actions, simulated clocks - "+res.Date.UTC().Format("2006-01-02")); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
 	}
 	switch *scale {
 	case "only":
