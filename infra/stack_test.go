@@ -203,6 +203,8 @@ func TestTable(t *testing.T) {
 			map[string]any{"AttributeName": "due_pk", "AttributeType": "S"},
 			map[string]any{"AttributeName": "due_sk", "AttributeType": "S"},
 			map[string]any{"AttributeName": "sub_pk", "AttributeType": "S"},
+			map[string]any{"AttributeName": "ws", "AttributeType": "S"},
+			map[string]any{"AttributeName": "id", "AttributeType": "S"},
 		},
 		"GlobalSecondaryIndexes": []any{
 			map[string]any{
@@ -221,6 +223,14 @@ func TestTable(t *testing.T) {
 				"KeySchema": []any{
 					map[string]any{"AttributeName": "sub_pk", "KeyType": "HASH"},
 					map[string]any{"AttributeName": "sk", "KeyType": "RANGE"},
+				},
+				"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
+			},
+			map[string]any{
+				"IndexName": "workspace",
+				"KeySchema": []any{
+					map[string]any{"AttributeName": "ws", "KeyType": "HASH"},
+					map[string]any{"AttributeName": "id", "KeyType": "RANGE"},
 				},
 				"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
 			},
@@ -364,9 +374,12 @@ func TestRolePolicies(t *testing.T) {
 	// @aws-cdk/aws-iam:minimizePolicies (cdk.json) sorts a statement's actions.
 	xray := stmt{Actions: []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}, Resources: []string{"*"}}
 	want := map[FunctionName][]stmt{
+		// The Query grants on the subject and workspace indexes are one
+		// statement (minimizePolicies merges statements of equal actions).
 		FunctionEnqueue: {
 			logs(FunctionEnqueue),
-			tableStmts(FunctionEnqueue)[0], tableStmts(FunctionEnqueue)[1],
+			tableStmts(FunctionEnqueue)[0],
+			{Actions: []string{"dynamodb:Query"}, Resources: []string{table + "/index/subject", table + "/index/workspace"}},
 			kms, xray,
 		},
 		FunctionDrainer: {

@@ -25,6 +25,8 @@ const (
 	AttrDuePK  = "due_pk"
 	AttrDueSK  = "due_sk"
 	AttrSubPK  = "sub_pk"
+	AttrWS     = "ws"
+	AttrID     = "id"
 	AttrState  = "st"
 	StateReady = "ADMITTED"
 )
@@ -32,8 +34,9 @@ const (
 // Global secondary index names (design.md §3.8; the `ended` index is gone: the
 // retention journal of design.md §3.6 replaced it).
 const (
-	IndexDue     = "due"
-	IndexSubject = "subject"
+	IndexDue       = "due"
+	IndexSubject   = "subject"
+	IndexWorkspace = "workspace"
 )
 
 // TableIndex is one global secondary index of the layout: its keys and what
@@ -54,6 +57,9 @@ var TableIndexes = []TableIndex{
 		Include: []string{"kind", "var", "ws", "lane", "prev", "st", "att", "max", "ep", "lx", "xa"},
 	},
 	{Name: IndexSubject, HashKey: AttrSubPK, SortKey: AttrSK},
+	// design.md §3.8: a workspace's listing (KEYS_ONLY: written once, by the
+	// enqueue's put). A stack updated to it adds the index online.
+	{Name: IndexWorkspace, HashKey: AttrWS, SortKey: AttrID},
 }
 
 // TableLogicalID is the table's logical id in the template (fixed).

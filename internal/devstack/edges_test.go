@@ -3,6 +3,7 @@ package devstack
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
@@ -186,4 +187,29 @@ func TestHealthTellsTheTruthAndTheStackRecovers(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%v", a)
 	ended := b.awaitEnded(t, a["id"].(string), 200)
 	require.Equal(t, "DONE", ended["state"], "the stack works again without a restart")
+}
+
+// TestForgedListCursorIsA400 is issue 13, finding 7 as it was found: a
+// list cursor made by hand ({"pk":"P#1"} in base64) answered 500, because
+// cursors were the table's keys, unsigned. Cursors are sealed now: a forged
+// one answers 400 on field cursor, and a real one still pages.
+func TestForgedListCursorIsA400(t *testing.T) {
+	t.Parallel()
+	b := startStack(t, Config{})
+	for range 3 {
+		status, body := b.do(t, http.MethodPost, "/v1/actions", `{"kind":"webhook","propose":true,"payload":{"url":"https://example.com/h"}}`)
+		require.Equal(t, http.StatusCreated, status, "%v", body)
+	}
+	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"pk":"P#1"}`))
+	status, body := b.do(t, http.MethodGet, "/v1/actions?cursor="+forged, "")
+	require.Equal(t, http.StatusBadRequest, status, "%v", body)
+	require.Equal(t, "cursor", body["error"].(map[string]any)["field"])
+
+	status, body = b.do(t, http.MethodGet, "/v1/actions?limit=2", "")
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	next, _ := body["next_cursor"].(string)
+	require.NotEmpty(t, next)
+	status, body = b.do(t, http.MethodGet, "/v1/actions?limit=2&cursor="+next, "")
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Len(t, body["actions"], 1)
 }

@@ -47,8 +47,8 @@ var notDeployed = map[string]string{
 // staticOnly are actions a function's code can reach that no run
 // records, each with the reason; they are granted all the same.
 var staticOnly = map[string]string{
-	"enqueue dynamodb:BatchGetItem": "a cancel that ends a lane member out of order falls back to walking the lane " +
-		"(end > ancestorsLive) only after its relink conflicted eight times (end.go, maxRelinkTries); no test brings that about",
+	"enqueue dynamodb:Scan": "a listing scans only on a table without the workspace index (made before it, or while a " +
+		"stack update backfills it: list.go, isMissingIndex) or for instance-level actions (library mode); the tests' tables have the index",
 }
 
 // entryOf is the engine function a suite request is attributed by: its

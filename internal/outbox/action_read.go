@@ -2,8 +2,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -55,124 +53,6 @@ func (e *Engine) getRow(ctx context.Context, p int, seq int64) (map[string]types
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, LegacyActionID(p, seq))
 	}
 	return out.Item, nil
-}
-
-// ActionListParams filters a listing. WorkspaceID is required unless the
-// caller lists instance-level actions (then it is empty on purpose).
-type ActionListParams struct {
-	WorkspaceID string
-	State       State  // optional
-	LaneKey     string // optional
-	Limit       int    // default 50, max 500
-	Cursor      string // from a previous result
-}
-
-// ActionListResult is one page of a listing.
-type ActionListResult struct {
-	Actions    []Action
-	NextCursor string // empty on the last page
-}
-
-// ActionList lists a workspace's actions. With a lane key it reads only that
-// lane's partition; without one it scans the table (an operator listing:
-// there is no workspace index, which would cost every action an index
-// write).
-func (e *Engine) ActionList(ctx context.Context, p ActionListParams) (*ActionListResult, error) {
-	if p.Limit == 0 {
-		p.Limit = 50
-	}
-	if p.Limit < 0 || p.Limit > 500 {
-		return nil, &ValidationError{Field: "limit", Message: "must be between 1 and 500"}
-	}
-	if p.State != "" && !p.State.Valid() {
-		return nil, &ValidationError{Field: "state", Message: fmt.Sprintf("unknown state %q", p.State)}
-	}
-	var start map[string]types.AttributeValue
-	if p.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
-		var keys map[string]string
-		if err == nil {
-			err = json.Unmarshal(raw, &keys)
-		}
-		if err != nil || keys[attrPK] == "" {
-			return nil, &ValidationError{Field: "cursor", Message: "malformed cursor"}
-		}
-		start = key(keys[attrPK], keys[attrSK])
-	}
-	// The sort key condition goes in the key condition of a Query (a filter
-	// may not name key attributes) and in the filter of a Scan.
-	filter := "#ws = :ws"
-	names := map[string]string{"#ws": attrWorkspace}
-	vals := map[string]types.AttributeValue{":a": avS("A#"), ":ws": avS(p.WorkspaceID)}
-	if p.WorkspaceID == "" {
-		filter = "attribute_not_exists(#ws) AND attribute_exists(#kind)"
-		names["#kind"] = attrKind
-		delete(vals, ":ws")
-	}
-	if p.State != "" {
-		filter += " AND #st = :st"
-		names["#st"] = attrState
-		vals[":st"] = avS(string(p.State))
-	}
-	if p.LaneKey != "" {
-		filter += " AND #lane = :lane"
-		names["#lane"] = attrLane
-		vals[":lane"] = avS(p.LaneKey)
-	}
-	now := e.clk.Now()
-	res := &ActionListResult{}
-	for len(res.Actions) < p.Limit {
-		var items []map[string]types.AttributeValue
-		var last map[string]types.AttributeValue
-		lim := aws.Int32(int32(min(4*p.Limit, 1000)))
-		if p.LaneKey != "" {
-			part := LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
-			vals[":pk"] = avS(partitionPK(part))
-			out, err := e.db.Query(ctx, &dynamodb.QueryInput{
-				TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :a)"),
-				FilterExpression: aws.String(filter), ExpressionAttributeNames: names,
-				ExpressionAttributeValues: vals, ExclusiveStartKey: start, Limit: lim, ConsistentRead: aws.Bool(true),
-			})
-			if err != nil {
-				return nil, fmt.Errorf("error listing actions: %w", err)
-			}
-			items, last = out.Items, out.LastEvaluatedKey
-		} else {
-			out, err := e.db.Scan(ctx, &dynamodb.ScanInput{
-				TableName: e.table(), FilterExpression: aws.String("begins_with(sk, :a) AND " + filter), ExpressionAttributeNames: names,
-				ExpressionAttributeValues: vals, ExclusiveStartKey: start, Limit: lim,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("error listing actions: %w", err)
-			}
-			items, last = out.Items, out.LastEvaluatedKey
-		}
-		for i, it := range items {
-			if expiredByTTL(it, now) {
-				continue
-			}
-			a, ok := decodeAction(it)
-			if !ok {
-				continue
-			}
-			res.Actions = append(res.Actions, a)
-			if len(res.Actions) == p.Limit {
-				if i < len(items)-1 || last != nil {
-					last = key(getS(it, attrPK), getS(it, attrSK))
-				}
-				break
-			}
-		}
-		if last == nil {
-			return res, nil
-		}
-		start = last
-		if len(res.Actions) == p.Limit {
-			b, _ := json.Marshal(map[string]string{attrPK: getS(last, attrPK), attrSK: getS(last, attrSK)})
-			res.NextCursor = base64.RawURLEncoding.EncodeToString(b)
-		}
-	}
-	return res, nil
 }
 
 // Admit moves a PROPOSED action to ADMITTED (due now). Any other state is

@@ -56,9 +56,11 @@ const (
 	attrInflight     = "inf"   // FENCE: seq -> lease expiry (Unix ms) of claimed actions out of due (design.md §3.3)
 	attrTailSeq      = "seq"   // lane tail: the newest live action's seq
 
-	// IndexDue and IndexSubject are the global secondary indexes.
-	IndexDue     = "due"
-	IndexSubject = "subject"
+	// IndexDue, IndexSubject and IndexWorkspace are the global secondary
+	// indexes (design.md §3.8).
+	IndexDue       = "due"
+	IndexSubject   = "subject"
+	IndexWorkspace = "workspace"
 
 	skSeq   = "SEQ"
 	skFence = "FENCE"

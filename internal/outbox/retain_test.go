@@ -48,8 +48,8 @@ func retainUnits(t *testing.T, e *Engine, db *ddblocal.DB) (ddblocal.CapacitySta
 
 // TestRetainCostFollowsDeletesNotHistory measures a retention run with the
 // embedded DynamoDB's capacity counters: the same units whatever the
-// history of unexpired ended actions, and per deleted row one write unit
-// (the delete) and half a read unit (the row's read in the batch), plus per
+// history of unexpired ended actions, and per deleted row two write units
+// (the delete and its workspace index entry's, design.md §3.8) and half a read unit (the row's read in the batch), plus per
 // journal item its delete and its share of the journal query.
 func TestRetainCostFollowsDeletesNotHistory(t *testing.T) {
 	e, db, _ := retainFixture(t, 20, 10)
@@ -61,9 +61,10 @@ func TestRetainCostFollowsDeletesNotHistory(t *testing.T) {
 	require.Equal(t, small.TotalWriteUnits(), big.TotalWriteUnits())
 	require.Equal(t, small.TotalReadUnits(), big.TotalReadUnits())
 	require.Equal(t, small.Calls, big.Calls)
-	// 20 rows in 2 partitions, one journal item each: 20 row deletes and 2
-	// journal deletes; 2 queries and 2 batch reads of 10 rows.
-	require.Equal(t, 22.0, small.TotalWriteUnits())
+	// 20 rows in 2 partitions, one journal item each: 20 row deletes (each
+	// with its workspace index entry) and 2 journal deletes; 2 queries and 2
+	// batch reads of 10 rows.
+	require.Equal(t, 42.0, small.TotalWriteUnits())
 	require.Equal(t, 2*0.5+20*0.5, small.TotalReadUnits())
 	t.Logf("retention of 20 expired among 10 or 200 unexpired: %.1f WRU, %.1f RRU, calls %v",
 		small.TotalWriteUnits(), small.TotalReadUnits(), small.Calls)
@@ -72,7 +73,7 @@ func TestRetainCostFollowsDeletesNotHistory(t *testing.T) {
 	more, res := retainUnits(t, e, db)
 	require.Equal(t, 60, res.Deleted)
 	// 30 per partition: batches of 25 and 5, four journal items.
-	require.Equal(t, 64.0, more.TotalWriteUnits(), "three times the deletes, three times the row units")
+	require.Equal(t, 124.0, more.TotalWriteUnits(), "three times the deletes, three times the row units")
 }
 
 // TestRetainSkipsRowsTTLRemoved: where DynamoDB's TTL removed the rows but

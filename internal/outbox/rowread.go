@@ -19,16 +19,19 @@ type rowsRead struct {
 	// maxRounds bounds the BatchGetItem calls; 0 sends unprocessed keys
 	// again until every key is read.
 	maxRounds int
+	// eventual reads eventually consistently (half a unit per row): for
+	// readers that read an eventually consistent index first anyway.
+	eventual bool
 }
 
-// readRows reads rr's rows with consistent BatchGetItem calls of up to 100
+// readRows reads rr's rows with (unless eventual) consistent BatchGetItem calls of up to 100
 // keys, sending unprocessed keys again, and hands each row found to fn with
 // its seq. It returns the keys still unprocessed when maxRounds ran out.
 func (e *Engine) readRows(ctx context.Context, rr rowsRead, fn func(seq int64, it map[string]types.AttributeValue)) ([]map[string]types.AttributeValue, error) {
 	keys := rr.keys
 	for round := 0; len(keys) > 0 && (rr.maxRounds == 0 || round < rr.maxRounds); round++ {
 		n := min(len(keys), 100)
-		ka := types.KeysAndAttributes{Keys: keys[:n], ConsistentRead: aws.Bool(true)}
+		ka := types.KeysAndAttributes{Keys: keys[:n], ConsistentRead: aws.Bool(!rr.eventual)}
 		if rr.projection != "" {
 			ka.ProjectionExpression, ka.ExpressionAttributeNames = aws.String(rr.projection), rr.names
 		}

@@ -14,8 +14,8 @@ import (
 )
 
 // TableInput is the CreateTableInput of Ferry's table (docs/adr): keys,
-// the due and subject indexes, on-demand billing and a stream. (The ended
-// index of design.md §3 is gone: design.md §3.6.)
+// the due, subject and workspace indexes (design.md §3.8), on-demand
+// billing and a stream. (The ended index is gone: design.md §3.6.)
 func TableInput(name string) *dynamodb.CreateTableInput {
 	s := func(n string) types.AttributeDefinition {
 		return types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS}
@@ -30,7 +30,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			s(attrPK), s(attrSK), s(attrDuePK), s(attrDueSK), s(attrSubPK),
+			s(attrPK), s(attrSK), s(attrDuePK), s(attrDueSK), s(attrSubPK), s(attrWorkspace), s(attrID),
 		},
 		KeySchema: ks(attrPK, attrSK),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
@@ -40,6 +40,10 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			},
 			{
 				IndexName: aws.String(IndexSubject), KeySchema: ks(attrSubPK, attrSK),
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+			},
+			{
+				IndexName: aws.String(IndexWorkspace), KeySchema: ks(attrWorkspace, attrID),
 				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 			},
 		},

@@ -1,0 +1,356 @@
+package outbox
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// Listing (design.md §3.8, §3.11). A workspace's listing reads the
+// workspace index (HASH ws, RANGE id, KEYS_ONLY: its entry is written once,
+// by the enqueue's put, and never updated) and then the rows it names, so
+// it costs what the workspace holds, not what the table holds. A lane's
+// listing reads the lane's partition, in lane order. Instance-level actions
+// (no workspace) are listed by a scan: they are not in the index.
+
+// ActionListParams filters a listing. WorkspaceID is required unless the
+// caller lists instance-level actions (then it is empty on purpose).
+type ActionListParams struct {
+	WorkspaceID string
+	State       State  // optional
+	LaneKey     string // optional
+	Limit       int    // default 50, max 500
+	Cursor      string // from a previous result
+}
+
+// ActionListResult is one page of a listing.
+type ActionListResult struct {
+	Actions    []Action
+	NextCursor string // empty on the last page
+}
+
+// listSource is where a listing reads its actions from.
+type listSource string
+
+const (
+	listWorkspace listSource = "w" // the workspace index, in id (creation) order
+	listLane      listSource = "l" // the lane's partition, in seq (lane) order
+	listInstance  listSource = "i" // a scan: instance-level actions, or a table without the index
+)
+
+// listPageMax is how many index entries one round reads: one BatchGetItem.
+const listPageMax = 100
+
+// listRun is one ActionList call: its parameters, where it reads, and what
+// it found so far.
+type listRun struct {
+	p      ActionListParams
+	src    listSource
+	start  map[string]types.AttributeValue
+	now    time.Time
+	rounds int // index reads so far
+	res    ActionListResult
+}
+
+// listPage is one round's rows, in listing order, and where the next round
+// starts (nil: the listing is complete).
+type listPage struct {
+	items []map[string]types.AttributeValue
+	last  map[string]types.AttributeValue
+}
+
+// ActionList lists a workspace's actions: by the workspace index (oldest
+// first), or by lane (lane order) with a lane key. Its cursor is sealed
+// with the table's cursor key and names the listing it continues: another
+// workspace's, a forged or an altered cursor is a *ValidationError.
+func (e *Engine) ActionList(ctx context.Context, p ActionListParams) (*ActionListResult, error) {
+	p, err := checkListParams(p)
+	if err != nil {
+		return nil, err
+	}
+	r := &listRun{p: p, src: listSourceOf(p), now: e.clk.Now()}
+	if r.start, err = e.openCursor(ctx, r); err != nil {
+		return nil, err
+	}
+	for {
+		pg, err := e.listPage(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		next := r.collect(pg)
+		switch {
+		case next == nil:
+			return &r.res, nil
+		case len(r.res.Actions) == r.p.Limit:
+			r.res.NextCursor, err = e.sealCursor(ctx, r, next)
+			return &r.res, err
+		}
+		r.start = next
+	}
+}
+
+// checkListParams applies the defaults and refuses what cannot be listed.
+func checkListParams(p ActionListParams) (ActionListParams, error) {
+	if p.Limit == 0 {
+		p.Limit = 50
+	}
+	if p.Limit < 0 || p.Limit > 500 {
+		return p, &ValidationError{Field: "limit", Message: "must be between 1 and 500"}
+	}
+	if p.State != "" && !p.State.Valid() {
+		return p, &ValidationError{Field: "state", Message: fmt.Sprintf("unknown state %q", p.State)}
+	}
+	return p, nil
+}
+
+func listSourceOf(p ActionListParams) listSource {
+	switch {
+	case p.LaneKey != "":
+		return listLane
+	case p.WorkspaceID == "":
+		return listInstance
+	}
+	return listWorkspace
+}
+
+// collect keeps the page's rows that match, up to the limit. It returns
+// the key the next round (or page) starts after: the last row taken when
+// the limit cut the page short, else the page's own; nil when the listing
+// is complete.
+func (r *listRun) collect(pg listPage) map[string]types.AttributeValue {
+	for i, it := range pg.items {
+		a, ok := r.match(it)
+		if !ok {
+			continue
+		}
+		r.res.Actions = append(r.res.Actions, a)
+		if len(r.res.Actions) < r.p.Limit {
+			continue
+		}
+		if i < len(pg.items)-1 || pg.last != nil {
+			return r.keyOf(it)
+		}
+		return nil
+	}
+	return pg.last
+}
+
+// match decodes a row and applies the filters the read did not.
+func (r *listRun) match(it map[string]types.AttributeValue) (Action, bool) {
+	if expiredByTTL(it, r.now) || getS(it, attrWorkspace) != r.p.WorkspaceID {
+		return Action{}, false
+	}
+	a, ok := decodeAction(it)
+	if !ok || (r.p.State != "" && a.State != r.p.State) || (r.p.LaneKey != "" && a.LaneKey != r.p.LaneKey) {
+		return Action{}, false
+	}
+	return a, true
+}
+
+// keyOf is the start key of a read that goes on after the row it.
+func (r *listRun) keyOf(it map[string]types.AttributeValue) map[string]types.AttributeValue {
+	k := key(getS(it, attrPK), getS(it, attrSK))
+	if r.src == listWorkspace {
+		k[attrWorkspace], k[attrID] = avS(getS(it, attrWorkspace)), avS(getS(it, attrID))
+	}
+	return k
+}
+
+// listPage reads one round from the listing's source.
+func (e *Engine) listPage(ctx context.Context, r *listRun) (listPage, error) {
+	switch r.src {
+	case listLane:
+		return e.laneListPage(ctx, r)
+	case listInstance:
+		return e.scanListPage(ctx, r)
+	}
+	pg, err := e.workspaceListPage(ctx, r)
+	if isMissingIndex(err) {
+		// A table made before the workspace index (an old `ferry dev
+		// --data-dir` table, a stack not yet updated, the index still
+		// backfilling): list as before it, by a scan.
+		r.src, r.start = listInstance, nil
+		return e.scanListPage(ctx, r)
+	}
+	return pg, err
+}
+
+// workspaceListPage reads up to listPageMax entries of the workspace index
+// and then their rows, in index order.
+func (e *Engine) workspaceListPage(ctx context.Context, r *listRun) (listPage, error) {
+	// The first round reads as many entries as the page needs; later ones
+	// (a filter left some out) read a full batch.
+	lim := listPageMax
+	if r.rounds == 0 {
+		lim = min(lim, r.p.Limit-len(r.res.Actions))
+	}
+	r.rounds++
+	out, err := e.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: e.table(), IndexName: aws.String(IndexWorkspace),
+		KeyConditionExpression:    aws.String("#ws = :ws"),
+		ExpressionAttributeNames:  map[string]string{"#ws": attrWorkspace},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":ws": avS(r.p.WorkspaceID)},
+		ExclusiveStartKey:         r.start, Limit: aws.Int32(int32(lim)),
+	})
+	if err != nil {
+		return listPage{}, fmt.Errorf("error listing actions: %w", err)
+	}
+	keys := make([]map[string]types.AttributeValue, 0, len(out.Items))
+	for _, it := range out.Items {
+		keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+	}
+	rows := map[string]map[string]types.AttributeValue{}
+	// The index is eventually consistent, so are these reads (half a unit
+	// per row of up to 4 KB).
+	_, err = e.readRows(ctx, rowsRead{keys: keys, eventual: true}, func(_ int64, it map[string]types.AttributeValue) {
+		rows[getS(it, attrPK)+"/"+getS(it, attrSK)] = it
+	})
+	if err != nil {
+		return listPage{}, fmt.Errorf("error reading listed actions: %w", err)
+	}
+	pg := listPage{last: out.LastEvaluatedKey}
+	for _, it := range out.Items {
+		// A row gone since the index was written (ended and deleted) or
+		// reused under another id is left out.
+		if row := rows[getS(it, attrPK)+"/"+getS(it, attrSK)]; row != nil && getS(row, attrID) == getS(it, attrID) {
+			pg.items = append(pg.items, row)
+		}
+	}
+	return pg, nil
+}
+
+// laneListPage reads the lane's partition (a consistent Query in seq
+// order); the lane filter goes in the read.
+func (e *Engine) laneListPage(ctx context.Context, r *listRun) (listPage, error) {
+	part := LanePartition(r.p.WorkspaceID, r.p.LaneKey, e.cfg.Partitions)
+	out, err := e.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :a)"),
+		FilterExpression:         aws.String("#ws = :ws AND #lane = :lane"),
+		ExpressionAttributeNames: map[string]string{"#ws": attrWorkspace, "#lane": attrLane},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": avS(partitionPK(part)), ":a": avS("A#"), ":ws": avS(r.p.WorkspaceID), ":lane": avS(r.p.LaneKey),
+		},
+		ExclusiveStartKey: r.start, Limit: aws.Int32(int32(min(4*r.p.Limit, 1000))), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return listPage{}, fmt.Errorf("error listing actions: %w", err)
+	}
+	return listPage{items: out.Items, last: out.LastEvaluatedKey}, nil
+}
+
+// scanListPage scans the table: instance-level actions (no workspace; not
+// in the workspace index), or any listing on a table without the index.
+func (e *Engine) scanListPage(ctx context.Context, r *listRun) (listPage, error) {
+	filter := "begins_with(sk, :a) AND #ws = :ws"
+	names := map[string]string{"#ws": attrWorkspace}
+	vals := map[string]types.AttributeValue{":a": avS("A#"), ":ws": avS(r.p.WorkspaceID)}
+	if r.p.WorkspaceID == "" {
+		filter = "begins_with(sk, :a) AND attribute_not_exists(#ws) AND attribute_exists(#kind)"
+		names["#kind"] = attrKind
+		delete(vals, ":ws")
+	}
+	out, err := e.db.Scan(ctx, &dynamodb.ScanInput{
+		TableName: e.table(), FilterExpression: aws.String(filter), ExpressionAttributeNames: names,
+		ExpressionAttributeValues: vals, ExclusiveStartKey: r.start, Limit: aws.Int32(int32(min(4*r.p.Limit, 1000))),
+	})
+	if err != nil {
+		return listPage{}, fmt.Errorf("error listing actions: %w", err)
+	}
+	return listPage{items: out.Items, last: out.LastEvaluatedKey}, nil
+}
+
+// isMissingIndex tells a read refused because the table has no workspace
+// index (or it is still being built).
+func isMissingIndex(err error) bool {
+	var api smithy.APIError
+	if !errors.As(err, &api) || api.ErrorCode() != "ValidationException" {
+		return false
+	}
+	m := strings.ToLower(api.ErrorMessage())
+	return strings.Contains(m, "index") && (strings.Contains(m, "does not have") || strings.Contains(m, "backfilling"))
+}
+
+// listCursor is what a cursor carries: the listing it continues and the key
+// it starts after. It travels sealed (design.md §3.11): base64url of its
+// JSON, a dot, and base64url of the first 16 bytes of its HMAC-SHA256 under
+// the table's cursor key.
+type listCursor struct {
+	V     int               `json:"v"`
+	Src   listSource        `json:"src"`
+	WS    string            `json:"ws"`
+	State State             `json:"st,omitempty"`
+	Lane  string            `json:"lane,omitempty"`
+	Key   map[string]string `json:"k"`
+}
+
+const cursorMACBytes = 16
+
+var errBadCursor = &ValidationError{Field: "cursor", Message: "not a cursor of this listing: pass next_cursor from the previous page of the same listing unchanged"}
+
+// sealCursor makes the cursor that goes on after key next.
+func (e *Engine) sealCursor(ctx context.Context, r *listRun, next map[string]types.AttributeValue) (string, error) {
+	id, err := e.identity(ctx)
+	if err != nil {
+		return "", err
+	}
+	c := listCursor{V: 1, Src: r.src, WS: r.p.WorkspaceID, State: r.p.State, Lane: r.p.LaneKey, Key: map[string]string{}}
+	for k := range next {
+		c.Key[k] = getS(next, k)
+	}
+	body, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(cursorMAC(id.cursorKey, body)), nil
+}
+
+// openCursor checks the run's cursor and returns the key it starts after
+// (nil without a cursor). A cursor that does not carry the table's seal,
+// or that another listing made, is a *ValidationError.
+func (e *Engine) openCursor(ctx context.Context, r *listRun) (map[string]types.AttributeValue, error) {
+	if r.p.Cursor == "" {
+		return nil, nil
+	}
+	b64, m64, ok := strings.Cut(r.p.Cursor, ".")
+	body, err1 := base64.RawURLEncoding.DecodeString(b64)
+	mac, err2 := base64.RawURLEncoding.DecodeString(m64)
+	if !ok || err1 != nil || err2 != nil {
+		return nil, errBadCursor
+	}
+	id, err := e.identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var c listCursor
+	if !hmac.Equal(mac, cursorMAC(id.cursorKey, body)) || json.Unmarshal(body, &c) != nil {
+		return nil, errBadCursor
+	}
+	if c.V != 1 || c.WS != r.p.WorkspaceID || c.State != r.p.State || c.Lane != r.p.LaneKey || c.Key[attrPK] == "" || c.Key[attrSK] == "" {
+		return nil, errBadCursor
+	}
+	// A workspace listing that fell back to a scan goes on scanning.
+	if c.Src != r.src && (r.src != listWorkspace || c.Src != listInstance) {
+		return nil, errBadCursor
+	}
+	r.src = c.Src
+	start := key(c.Key[attrPK], c.Key[attrSK])
+	if c.Src == listWorkspace {
+		start[attrWorkspace], start[attrID] = avS(c.Key[attrWorkspace]), avS(c.Key[attrID])
+	}
+	return start, nil
+}
+
+func cursorMAC(k, body []byte) []byte {
+	h := hmac.New(sha256.New, k)
+	h.Write([]byte("ferry list cursor v1\n"))
+	h.Write(body)
+	return h.Sum(nil)[:cursorMACBytes]
+}

@@ -1,0 +1,152 @@
+package outbox
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/ddblocal"
+)
+
+func enqueueIn(t *testing.T, e *Engine, clk *clock.Manual, ws string, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		r, err := e.Enqueue(context.Background(), EnqueueParams{Kind: "p", WorkspaceID: ws, Payload: []byte(`{"x":"` + strings.Repeat("y", 500) + `"}`)})
+		require.NoError(t, err)
+		ids = append(ids, r.Action.ID)
+		clk.Advance(time.Millisecond)
+	}
+	return ids
+}
+
+// TestListingReadsOnlyTheWorkspace is issue 13, finding 3: a listing
+// without a lane key scanned the whole table until it found its page, so
+// one tenant's listing cost every tenant's rows. It now reads the workspace
+// index and the rows it names: no Scan, and read units that do not grow
+// with the other workspace's 600 actions.
+func TestListingReadsOnlyTheWorkspace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	e := newPairEngine(t, db, clk, Config{Partitions: 4})
+	mine := enqueueIn(t, e, clk, "mine", 12)
+	enqueueIn(t, e, clk, "other", 600)
+	db.ResetCapacity()
+	var got []string
+	cursor := ""
+	for {
+		r, err := e.ActionList(ctx, ActionListParams{WorkspaceID: "mine", Limit: 5, Cursor: cursor})
+		require.NoError(t, err)
+		for _, a := range r.Actions {
+			got = append(got, a.ID)
+		}
+		if cursor = r.NextCursor; cursor == "" {
+			break
+		}
+	}
+	require.Equal(t, mine, got, "every action of the workspace, oldest first, once")
+	st := db.Capacity("ferry")
+	require.Zero(t, st.Calls["Scan"])
+	// 12 rows of 1 KB (1 unit each, consistent) and three index reads.
+	require.LessOrEqual(t, st.TotalReadUnits(), 16.0)
+
+	r, err := e.ActionList(ctx, ActionListParams{WorkspaceID: "mine", State: StateDONE})
+	require.NoError(t, err)
+	require.Empty(t, r.Actions)
+}
+
+// TestListingWithoutTheIndexScans: a table made before the workspace index
+// (an old data directory, a stack not updated yet) is listed by a scan, as
+// before, and its cursors go on scanning.
+func TestListingWithoutTheIndexScans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	in := TableInput("ferry")
+	in.GlobalSecondaryIndexes = in.GlobalSecondaryIndexes[:2]
+	in.AttributeDefinitions = in.AttributeDefinitions[:5]
+	_, err := db.CreateTable(ctx, in)
+	require.NoError(t, err)
+	e := newPairEngine(t, db, clk, Config{Partitions: 2})
+	mine := enqueueIn(t, e, clk, "mine", 5)
+	enqueueIn(t, e, clk, "other", 5)
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; page < 10; page++ {
+		r, err := e.ActionList(ctx, ActionListParams{WorkspaceID: "mine", Limit: 2, Cursor: cursor})
+		require.NoError(t, err)
+		for _, a := range r.Actions {
+			require.False(t, seen[a.ID])
+			seen[a.ID] = true
+		}
+		if cursor = r.NextCursor; cursor == "" {
+			break
+		}
+	}
+	require.Len(t, seen, len(mine))
+	require.NotZero(t, db.Capacity("ferry").Calls["Scan"])
+}
+
+// TestListCursorsAreSealed is issue 13, finding 7: cursors were unsigned
+// database keys, and a forged one ({"pk":"P#1"}) made the listing fail
+// (500). A cursor is now sealed with the table's cursor key and names its
+// listing: a forged, altered or truncated cursor, or one of another
+// workspace, lane or state filter, is a *ValidationError (400).
+func TestListCursorsAreSealed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	e := newPairEngine(t, db, clk, Config{Partitions: 2})
+	enqueueIn(t, e, clk, "a", 4)
+	enqueueIn(t, e, clk, "b", 4)
+	r, err := e.ActionList(ctx, ActionListParams{WorkspaceID: "a", Limit: 2})
+	require.NoError(t, err)
+	require.NotEmpty(t, r.NextCursor)
+	good := r.NextCursor
+
+	body, mac, ok := strings.Cut(good, ".")
+	require.True(t, ok)
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	require.NoError(t, err)
+	otherWS := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), `"ws":"a"`, `"ws":"b"`, 1))) + "." + mac
+	flipped := []byte(mac)
+	flipped[0] ^= 1
+	for name, c := range map[string]string{
+		"forged key":             base64.RawURLEncoding.EncodeToString([]byte(`{"pk":"P#1"}`)),
+		"forged key, std base64": base64.StdEncoding.EncodeToString([]byte(`{"pk":"P#1"}`)),
+		"altered workspace":      otherWS,
+		"altered seal":           body + "." + string(flipped),
+		"no seal":                body,
+		"truncated":              good[:len(good)-3],
+		"garbage":                "%%%",
+	} {
+		_, err := e.ActionList(ctx, ActionListParams{WorkspaceID: "a", Limit: 2, Cursor: c})
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, name)
+		require.Equal(t, "cursor", ve.Field, name)
+	}
+	for name, p := range map[string]ActionListParams{
+		"another workspace": {WorkspaceID: "b", Limit: 2, Cursor: good},
+		"another state":     {WorkspaceID: "a", State: StateADMITTED, Limit: 2, Cursor: good},
+		"a lane":            {WorkspaceID: "a", LaneKey: "L", Limit: 2, Cursor: good},
+	} {
+		_, err := e.ActionList(ctx, p)
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, name)
+	}
+	// The good cursor still works, also from another engine on the table.
+	e2 := newPairEngine(t, db, clk, Config{Partitions: 2})
+	r2, err := e2.ActionList(ctx, ActionListParams{WorkspaceID: "a", Limit: 2, Cursor: good})
+	require.NoError(t, err)
+	require.Len(t, r2.Actions, 2)
+	require.NotEqual(t, r.Actions[0].ID, r2.Actions[0].ID)
+}
