@@ -53,6 +53,7 @@ func run() error {
 		sRates      = flag.String("scale-rates", "", "comma-separated arrival rates of the scale grid (default 100,1000,3000,10000)")
 		sParts      = flag.String("scale-partitions", "", "comma-separated partition counts of the scale grid (default 16,64,256,1024)")
 		sArr        = flag.Int("scale-arrivals", 0, "arrivals per scale point's window (default 12000; window 3 s..20 s)")
+		sLanes      = flag.Int("scale-lanes", 0, "scale model: put every action in one of this many lanes (0 = keyless)")
 		sTable      = flag.Float64("scale-table-wru", 0, "the table's write quota in the scale model, units a second (default DynamoDB's 40000)")
 	)
 	flag.Parse()
@@ -91,6 +92,7 @@ func run() error {
 		grid.Arrivals = *sArr
 	}
 	grid.TableWRU = *sTable
+	grid.Lanes = *sLanes
 	runScale := func() error {
 		pts, err := bench.ScaleGrid(ctx, grid, step)
 		res.Scale = pts

@@ -57,7 +57,10 @@ type ScaleParams struct {
 	// KeyWRU and TableWRU are DynamoDB's ceilings (KeyWRU, TableWRU when 0).
 	KeyWRU, TableWRU float64
 	Payload          int // payload bytes of each action
-	Seed             uint64
+	// Lanes, when set, puts every action in one of that many lanes of
+	// its workspace (drawn uniformly): the laned workload. 0: keyless.
+	Lanes int
+	Seed  uint64
 }
 
 func (p ScaleParams) withDefaults() ScaleParams {
@@ -189,6 +192,7 @@ type scaleRun struct {
 	prov   *provider
 	reg    *outbox.Registry
 	rnd    *rand.Rand
+	lrnd   *rand.Rand // lane draws (ScaleParams.Lanes)
 	cfg    outbox.Config
 	engSeq uint64
 
@@ -232,7 +236,8 @@ func (r *scaleRun) newEngine() (*outbox.Engine, error) {
 func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 	p = p.withDefaults()
 	wall := time.Now()
-	r := &scaleRun{p: p, s: newVsched(), rnd: rand.New(rand.NewPCG(p.Seed, 0x5ca1e)), sweeping: map[int]time.Time{}}
+	r := &scaleRun{p: p, s: newVsched(), rnd: rand.New(rand.NewPCG(p.Seed, 0x5ca1e)), sweeping: map[int]time.Time{},
+		lrnd: rand.New(rand.NewPCG(p.Seed, 0x1a7e))}
 	end := Start.Add(p.Warmup + p.Window)
 	wStart := Start.Add(p.Warmup)
 	r.mdb = &modelDB{s: r.s, rnd: rand.New(rand.NewPCG(p.Seed, 0xdb)), lim: newLimiter(),
@@ -489,7 +494,11 @@ func (r *scaleRun) enqueueLoop(ctx context.Context, sp *vproc, e *enqueuer) {
 		i := e.rec
 		for try := 0; !sp.stopped(); try++ {
 			start := sp.t
-			res, err := e.eng.Enqueue(ctx, outbox.EnqueueParams{Kind: KindWebhook, WorkspaceID: "ws-00001", Payload: pl})
+			ep := outbox.EnqueueParams{Kind: KindWebhook, WorkspaceID: "ws-00001", Payload: pl}
+			if r.p.Lanes > 0 {
+				ep.LaneKey = "lane-" + strconv.Itoa(r.lrnd.IntN(r.p.Lanes))
+			}
+			res, err := e.eng.Enqueue(ctx, ep)
 			r.enqCalls++
 			r.enqGBs += gbSeconds(sp.t.Sub(start), enqueueMB)
 			if err == nil {
@@ -702,6 +711,7 @@ type ScaleGridOptions struct {
 	MinWindow, MaxWindow time.Duration
 	Seed                 uint64
 	TableWRU             float64 // 0: TableWRU
+	Lanes                int     // ScaleParams.Lanes
 }
 
 // DefaultScaleGrid is issue 18's grid.
@@ -724,7 +734,7 @@ func ScaleGrid(ctx context.Context, o ScaleGridOptions, progress func(string)) (
 			if progress != nil {
 				progress(fmt.Sprintf("scale model: %.0f/s, %d partitions, window %s", rate, parts, w))
 			}
-			pt, err := ScaleRun(ctx, ScaleParams{Rate: rate, Partitions: parts, Warmup: 2 * time.Second, Window: w, Seed: o.Seed, TableWRU: o.TableWRU})
+			pt, err := ScaleRun(ctx, ScaleParams{Rate: rate, Partitions: parts, Warmup: 2 * time.Second, Window: w, Seed: o.Seed, TableWRU: o.TableWRU, Lanes: o.Lanes})
 			if err != nil {
 				return out, err
 			}
