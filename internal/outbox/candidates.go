@@ -259,7 +259,14 @@ func (e *Engine) unblockedGroups(ctx context.Context, r *claimRun, cands []candi
 		for _, c := range cands {
 			if !bad[c.a.Seq] {
 				rest = append(rest, c)
+				continue
 			}
+			// A dropped candidate waits in its lane (blocked, or a reclaim
+			// not to be taken now): it is live, so a group that starts
+			// behind it is blocked as well, without a read (design.md §5
+			// step 3). Blocking is the safe side: the claim transaction
+			// still checks each head's predecessor.
+			r.fetched[c.a.Seq], r.live[c.a.Seq] = true, true
 		}
 		cands = rest
 	}

@@ -70,6 +70,33 @@ var _ = register("BlockedLanesDoNotCrowdOutClaimableWork", func(ctx context.Cont
 	require.Equal(t, [][]string{{k1.ID}, {k2.ID}}, ids(res))
 })
 
+var _ = register("StrandedLaneBacklogIsReadOncePerClaim", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	res, _, _ := tb.claim(t, 0, 1) // stranded: held under a live lease
+	require.Equal(t, [][]string{{head.ID}}, ids(res))
+	// A backlog many batches deep behind it, then claimable work.
+	for range 30 {
+		tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	}
+	k1 := tb.enqueue(t, outbox.EnqueueParams{})
+	k2 := tb.enqueue(t, outbox.EnqueueParams{})
+	tb.settled()
+	db := &countingDB{DynamoDB: tb.b.DB, calls: map[string]int{}}
+	e, err := outbox.New(db, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
+	require.NoError(t, err)
+	v, err := e.FenceTake(ctx, 0, "reader", tb.b.Clock.Now().Add(time.Minute))
+	require.NoError(t, err)
+	got, err := e.Claim(ctx, 0, outbox.ClaimParams{Owner: "reader", Version: v, Limit: 3})
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{k1.ID}, {k2.ID}}, ids(got))
+	// The lane comes out of the due index as groups of at most 3; only the
+	// first group's head has its predecessor read (the stranded head): the
+	// members dropped with it block the groups behind them without a read.
+	require.Equal(t, 1, db.snapshot()["BatchGetItem keys"])
+	require.NoError(t, e.FenceRelease(ctx, 0, "reader", v))
+})
+
 var _ = register("IndependentLanesPassStrandedHead", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
 	// Lane A's head waits for a retry; its successor is due but blocked.

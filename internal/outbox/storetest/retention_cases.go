@@ -267,6 +267,11 @@ func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o .
 
 func (c *countingDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	c.count("BatchGetItem")
+	for _, ka := range in.RequestItems {
+		c.mu.Lock()
+		c.calls["BatchGetItem keys"] += len(ka.Keys)
+		c.mu.Unlock()
+	}
 	return c.DynamoDB.BatchGetItem(ctx, in, o...)
 }
 
