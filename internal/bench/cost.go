@@ -67,7 +67,7 @@ func (e *env) cost(name string, enqueued int, wall time.Duration) Cost {
 	}
 	// "ended" is the index design.md §3.6 removed: its column stays (reading 0)
 	// so that reports compare with runs before it.
-	for _, ix := range []string{outbox.IndexDue, outbox.IndexSubject, "ended"} {
+	for _, ix := range []string{outbox.IndexDue, outbox.IndexSubject, outbox.IndexWorkspace, "ended"} {
 		c.IndexWRU[ix] = st.Indexes[ix].WriteUnits / n
 		c.IndexRRU[ix] = st.Indexes[ix].ReadUnits / n
 	}

@@ -8,11 +8,11 @@ import (
 
 // CostTable writes the cost figures as a Markdown table.
 func CostTable(w io.Writer, cs []Cost) {
-	fmt.Fprintln(w, "| workload | actions | WRU/action | table | due | subject | ended | RRU/action | table | due | calls/action | batch fill | conflicts /1k | refused /1k |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| workload | actions | WRU/action | table | due | subject | workspace | ended | RRU/action | table | due | calls/action | batch fill | conflicts /1k | refused /1k |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range cs {
-		fmt.Fprintf(w, "| %s | %d | **%.2f** | %.2f | %.2f | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2f | %.0f%% | %.1f | %.1f |\n",
-			c.Workload, c.Delivered, c.WRU, c.BaseWRU, c.IndexWRU["due"], c.IndexWRU["subject"], c.IndexWRU["ended"],
+		fmt.Fprintf(w, "| %s | %d | **%.2f** | %.2f | %.2f | %.2f | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2f | %.0f%% | %.1f | %.1f |\n",
+			c.Workload, c.Delivered, c.WRU, c.BaseWRU, c.IndexWRU["due"], c.IndexWRU["subject"], c.IndexWRU["workspace"], c.IndexWRU["ended"],
 			c.RRU, c.BaseRRU, c.IndexRRU["due"], c.Calls, 100*c.BatchFill, c.ConflictsPer1000, c.RefusalsPer1000)
 	}
 }
