@@ -92,7 +92,7 @@ func Chart(w io.Writer, cs []Cost, title string) error {
 	fill(img, left, H-24, left+14, H-12, colBase)
 	text(img, left+20, H-13, "base table", colAxis)
 	fill(img, left+120, H-24, left+134, H-12, colIndex)
-	text(img, left+140, H-13, "indexes (due, subject, ended)", colAxis)
+	text(img, left+140, H-13, "indexes (due, subject, workspace)", colAxis)
 	return png.Encode(w, img)
 }
 
