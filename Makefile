@@ -127,8 +127,8 @@ endif
 BENCHFLAGS ?=
 
 .PHONY: bench
-bench: ## Measure what an action costs; write docs/benchmarks.md and docs/benchmarks.png
-	$(GO) run ./cmd/ferry-bench $(BENCHFLAGS)
+bench: .cache/rie-$(RIE_VERSION).stamp ## Measure what an action costs; write docs/benchmarks.md and docs/benchmarks.png
+	LAMBDA_RIE=$(RIE) $(GO) run ./cmd/ferry-bench $(BENCHFLAGS)
 
 # The CDK app (infra/, its own Go module). infra-test synthesizes offline
 # through jsii (node, no npm); synth/diff/deploy use the aws-cdk CLI pinned in
