@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
@@ -245,4 +246,49 @@ func TestStaleIndexOnlyProposes(t *testing.T) {
 	require.Zero(t, dr.Claimed, "the stale proposal is refused by the claim's condition")
 	require.Equal(t, 1, dr.Conflicts)
 	require.Equal(t, 1, fb.ran[r.Action.ID], "at most once")
+}
+
+// TestClaimRefusedAfterItsTokenExpiredIsReadBack: the claim transaction
+// commits and its answer is lost; the retry, with the same token, comes
+// after the token's 10 minutes, so DynamoDB takes it for a new transaction
+// and refuses it on the conditions the first one changed. The refusal must
+// not be taken for "not claimed": the claim reads back, holds the action,
+// and the fence's in-flight map keeps it (simulator seed 260 of a42ab1d
+// lost such an action: EXECUTING, out of the due index and the map).
+func TestClaimRefusedAfterItsTokenExpiredIsReadBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	claiming := false
+	var clk *clock.Manual
+	fb := newFaultBundle(t, func(db DynamoDB) DynamoDB {
+		seen := map[string]bool{}
+		return &lossyDB{DynamoDB: db, lose: func(_ int, in *dynamodb.TransactWriteItemsInput) bool {
+			tok := *in.ClientRequestToken
+			if !claiming || seen[tok] {
+				return false
+			}
+			seen[tok] = true
+			clk.Advance(11 * time.Minute)
+			return true
+		}}
+	})
+	clk = fb.clk
+	r, err := fb.e.Enqueue(ctx, EnqueueParams{Kind: "c", WorkspaceID: "ws", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	v, err := fb.e.FenceTake(ctx, 0, "me", fb.clk.Now().Add(time.Hour))
+	require.NoError(t, err)
+	claiming = true
+	res, err := fb.e.Claim(ctx, 0, ClaimParams{Owner: "me", Version: v, Limit: 10})
+	claiming = false
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Claimed, "the first try landed: the claim holds the action")
+	require.NoError(t, fb.e.FenceRelease(ctx, 0, "me", v))
+
+	a, err := fb.e.ActionGet(ctx, r.Action.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateEXECUTING, a.State)
+	out, err := fb.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("ferry"), Key: key(partitionPK(0), skFence), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	_, tracked := decodeInflight(out.Item)[a.Seq]
+	require.True(t, tracked, "the claimed action is in the fence's in-flight map")
 }

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"time"
 
@@ -98,8 +99,16 @@ func condHeld(ep int64, owner string) cond {
 // transact sends a TransactWriteItems, retrying throttles and conflicts,
 // and retrying ambiguous failures with the same token (DynamoDB answers a
 // repeat of a committed request with success for 10 minutes).
+//
+// A refusal that follows an ambiguous try does not say the transaction did
+// not land: once the token's 10 minutes are over, a repeat of a committed
+// transaction is a new one, refused by the conditions the first one
+// changed. Such a refusal is reported as an unknown outcome
+// (a transactUnknownError, which isAmbiguous reports), so that the caller reads
+// back instead of taking the transaction for refused (design.md §5 step 6).
 func (e *Engine) transact(ctx context.Context, items []types.TransactWriteItem, tok string) error {
 	var err error
+	unsure := false // an earlier try may have landed
 	for try := 0; try < 5; try++ {
 		_, err = e.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: items, ClientRequestToken: aws.String(tok),
@@ -110,12 +119,25 @@ func (e *Engine) transact(ctx context.Context, items []types.TransactWriteItem, 
 		if ctx.Err() != nil {
 			return err
 		}
+		if _, refused := cancelReasons(err); unsure && (refused || isCondFailed(err)) {
+			return &transactUnknownError{refusal: err}
+		}
 		if isCondFailed(err) {
 			return err
 		}
 		if !isRetryable(err) && !isAmbiguous(err) {
 			return err
 		}
+		unsure = unsure || isAmbiguous(err)
 	}
 	return err
+}
+
+// transactUnknownError is a transaction refused after an earlier try of it
+// had no answer: it may have landed (see transact). It does not wrap the
+// refusal, so that neither cancelReasons nor isCondFailed takes it for one.
+type transactUnknownError struct{ refusal error }
+
+func (e *transactUnknownError) Error() string {
+	return fmt.Sprintf("transaction outcome unknown: an earlier try had no answer, a later one was refused (%v)", e.refusal)
 }
