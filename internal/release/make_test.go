@@ -22,7 +22,7 @@ func releaseRepo(t *testing.T) (dir string, run func(args ...string) (string, er
 	dir = t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "Makefile"), repoFile(t, "Makefile"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "CHANGELOG.md"), []byte(sample), 0o644))
-	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "MAKEFLAGS=")
+	env := append(outsideMake(os.Environ()), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "MAKEFLAGS=")
 	run = func(args ...string) (string, error) {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir, cmd.Env = dir, env
@@ -34,6 +34,22 @@ func releaseRepo(t *testing.T) (dir string, run func(args ...string) (string, er
 		require.NoError(t, err, out)
 	}
 	return dir, run
+}
+
+// outsideMake drops what an enclosing make puts in the environment: run
+// under `make release VERSION=v0.1.0` (which runs make test), the variables
+// given on its command line are exported to these tests, and a child
+// `make release` without VERSION would see the outer one.
+func outsideMake(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "VERSION", "RELEASE_SKIP_TEST", "RELEASE_DATE", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // TestMakeReleaseRefuses: without a version, with a malformed one, on a
