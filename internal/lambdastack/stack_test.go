@@ -219,8 +219,9 @@ func TestLocalStackDeployedWiring(t *testing.T) {
 // TestLocalStackChangedStreamFilter: in a copy of the template whose
 // stream filter only lets emails through, a webhook's records are read and
 // filtered out (the drainer is not invoked; nothing is delivered) while an
-// email's wake the drainer. The copy also takes dynamodb:Scan from the
-// enqueue role: listing without a lane then fails with AWS's refusal.
+// email's wake the drainer. The copy also takes dynamodb:BatchGetItem from
+// the enqueue role: a workspace listing (a Query of the workspace index,
+// then one BatchGetItem of the rows it names) then fails with AWS's refusal.
 func TestLocalStackChangedStreamFilter(t *testing.T) {
 	raw, err := os.ReadFile(testTemplate)
 	require.NoError(t, err)
@@ -238,7 +239,7 @@ func TestLocalStackChangedStreamFilter(t *testing.T) {
 		changed++
 	}
 	require.Equal(t, 1, changed)
-	scans := 0
+	batchGets := 0
 	for id, r := range doc["Resources"].(map[string]any) {
 		res := r.(map[string]any)
 		if res["Type"] != "AWS::IAM::Policy" || !strings.HasPrefix(id, "EnqueueRole") {
@@ -252,8 +253,8 @@ func TestLocalStackChangedStreamFilter(t *testing.T) {
 			}
 			kept := []any{}
 			for _, a := range acts {
-				if a == "dynamodb:Scan" {
-					scans++
+				if a == "dynamodb:BatchGetItem" {
+					batchGets++
 					continue
 				}
 				kept = append(kept, a)
@@ -261,7 +262,7 @@ func TestLocalStackChangedStreamFilter(t *testing.T) {
 			stm["Action"] = kept
 		}
 	}
-	require.Equal(t, 1, scans, "the enqueue role grants Scan once")
+	require.Equal(t, 1, batchGets, "the enqueue role grants BatchGetItem once")
 	out, err := json.Marshal(doc)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "Ferry.template.json")
@@ -285,12 +286,12 @@ func TestLocalStackChangedStreamFilter(t *testing.T) {
 	require.GreaterOrEqual(t, p[0].Stats().Batches, 1)
 
 	status, _ := b.api(t, http.MethodGet, "/v1/actions?workspace_id=default", "")
-	require.Equal(t, http.StatusInternalServerError, status, "a list without a lane scans, which the role no longer allows")
+	require.Equal(t, http.StatusInternalServerError, status, "a workspace listing reads its rows with BatchGetItem, which the role no longer allows")
 	denied := b.stack.Gate().Denials()
 	require.NotEmpty(t, denied)
 	require.Equal(t, "enqueue", denied[0].Function)
-	require.Equal(t, "dynamodb:Scan", denied[0].Action)
-	require.Contains(t, denied[0].Message, "is not authorized to perform: dynamodb:Scan on resource: arn:aws:dynamodb:us-east-1:000000000000:table/ferry because no identity-based policy allows the dynamodb:Scan action")
+	require.Equal(t, "dynamodb:BatchGetItem", denied[0].Action)
+	require.Contains(t, denied[0].Message, "is not authorized to perform: dynamodb:BatchGetItem on resource: arn:aws:dynamodb:us-east-1:000000000000:table/ferry because no identity-based policy allows the dynamodb:BatchGetItem action")
 }
 
 // syncBuffer collects ferry local's output.
