@@ -525,45 +525,57 @@ func legacyCondition(cond *string, exp map[string]types.ExpectedAttributeValue, 
 	return strPtr(c), nil
 }
 
-func legacyPutItem(in *dynamodb.PutItemInput) (*dynamodb.PutItemInput, error) {
+// legacyGuard is what a PutItem or DeleteItem says about its condition:
+// either a ConditionExpression or the legacy Expected (with its
+// ConditionalOperator), with the expression attribute maps.
+type legacyGuard struct {
+	cond     *string
+	expected map[string]types.ExpectedAttributeValue
+	op       types.ConditionalOperator
+	names    map[string]string
+	values   map[string]types.AttributeValue
+}
+
+// rewrite checks the guard's mix of parameters and, when it uses the legacy
+// ones, turns them into a ConditionExpression with its own attribute maps
+// (ok false: nothing to rewrite).
+func (g legacyGuard) rewrite() (out legacyGuard, ok bool, err error) {
 	if err := checkExpressionMix(
-		[]param{{"ConditionExpression", in.ConditionExpression != nil}},
-		[]param{{"Expected", in.Expected != nil}, {"ConditionalOperator", in.ConditionalOperator != ""}},
-		in.ExpressionAttributeNames != nil, in.ExpressionAttributeValues != nil, []string{"ConditionExpression"}); err != nil {
-		return nil, err
+		[]param{{"ConditionExpression", g.cond != nil}},
+		[]param{{"Expected", g.expected != nil}, {"ConditionalOperator", g.op != ""}},
+		g.names != nil, g.values != nil, []string{"ConditionExpression"}); err != nil {
+		return g, false, err
 	}
-	if in.Expected == nil && in.ConditionalOperator == "" {
-		return in, nil
+	if g.expected == nil && g.op == "" {
+		return g, false, nil
 	}
 	p := newPlaceholders(nil, nil)
-	cond, err := legacyCondition(in.ConditionExpression, in.Expected, in.ConditionalOperator, p)
+	cond, err := legacyCondition(g.cond, g.expected, g.op, p)
 	if err != nil {
-		return nil, err
+		return g, false, err
+	}
+	return legacyGuard{cond: cond, names: p.nameMap(), values: p.valueMap()}, true, nil
+}
+
+func legacyPutItem(in *dynamodb.PutItemInput) (*dynamodb.PutItemInput, error) {
+	g, ok, err := legacyGuard{in.ConditionExpression, in.Expected, in.ConditionalOperator, in.ExpressionAttributeNames, in.ExpressionAttributeValues}.rewrite()
+	if err != nil || !ok {
+		return in, err
 	}
 	cp := *in
-	cp.Expected, cp.ConditionalOperator, cp.ConditionExpression = nil, "", cond
-	cp.ExpressionAttributeNames, cp.ExpressionAttributeValues = p.nameMap(), p.valueMap()
+	cp.Expected, cp.ConditionalOperator, cp.ConditionExpression = nil, "", g.cond
+	cp.ExpressionAttributeNames, cp.ExpressionAttributeValues = g.names, g.values
 	return &cp, nil
 }
 
 func legacyDeleteItem(in *dynamodb.DeleteItemInput) (*dynamodb.DeleteItemInput, error) {
-	if err := checkExpressionMix(
-		[]param{{"ConditionExpression", in.ConditionExpression != nil}},
-		[]param{{"Expected", in.Expected != nil}, {"ConditionalOperator", in.ConditionalOperator != ""}},
-		in.ExpressionAttributeNames != nil, in.ExpressionAttributeValues != nil, []string{"ConditionExpression"}); err != nil {
-		return nil, err
-	}
-	if in.Expected == nil && in.ConditionalOperator == "" {
-		return in, nil
-	}
-	p := newPlaceholders(nil, nil)
-	cond, err := legacyCondition(in.ConditionExpression, in.Expected, in.ConditionalOperator, p)
-	if err != nil {
-		return nil, err
+	g, ok, err := legacyGuard{in.ConditionExpression, in.Expected, in.ConditionalOperator, in.ExpressionAttributeNames, in.ExpressionAttributeValues}.rewrite()
+	if err != nil || !ok {
+		return in, err
 	}
 	cp := *in
-	cp.Expected, cp.ConditionalOperator, cp.ConditionExpression = nil, "", cond
-	cp.ExpressionAttributeNames, cp.ExpressionAttributeValues = p.nameMap(), p.valueMap()
+	cp.Expected, cp.ConditionalOperator, cp.ConditionExpression = nil, "", g.cond
+	cp.ExpressionAttributeNames, cp.ExpressionAttributeValues = g.names, g.values
 	return &cp, nil
 }
 
