@@ -114,6 +114,17 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 	expiring := do("POST", "/v1/actions", `{"kind":"webhook","idempotency_key":"k6","lane_key":"l6","expires_at":"`+
 		clk.Now().Add(30*time.Second).Format(time.RFC3339)+`",`+hook("/ok")+`}`)["id"].(string)
 
+	// A deep lane: a proposal, a member behind it that expires while the
+	// proposal is live, and more members behind that one than its end walks
+	// back from the tail: the end finds its successor with a Query of the
+	// partition (design.md §7.3).
+	deep := do("POST", "/v1/actions", `{"kind":"webhook","propose":true,"lane_key":"l7",`+hook("/ok")+`}`)["id"].(string)
+	do("POST", "/v1/actions", `{"kind":"webhook","lane_key":"l7","expires_at":"`+
+		clk.Now().Add(30*time.Second).Format(time.RFC3339)+`",`+hook("/ok")+`}`)
+	for range 20 {
+		do("POST", "/v1/actions", `{"kind":"webhook","lane_key":"l7",`+hook("/ok")+`}`)
+	}
+
 	// reaper first, while the expiring action waits: it expires unstarted.
 	reaper := &handlers.ReaperHandler{Engine: handlers.EnginePorts{Engine: eng}, Obs: obs, Log: log}
 	clk.Advance(time.Minute)
@@ -122,6 +133,7 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 	a, err := eng.ActionGet(ctx, expiring)
 	require.NoError(t, err)
 	require.Equal(t, outbox.StateCANCELLED, a.State, "the expiring action expired")
+	do("POST", "/v1/actions/"+deep+"/admit", "")
 
 	// drainer: a stream batch, then its schedule until everything ended.
 	drainer := &handlers.DrainerHandler{Engine: handlers.EnginePorts{Engine: eng, Partitions: 2}, Clock: clk, Log: log, Metrics: obs}

@@ -217,11 +217,9 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 		}
 		out = append(out, e.newPrepared(&ps[i], valid[i], pl, now, ident.tableID))
 	}
-	laneItems, err := e.successorLinks(ctx, out)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, append(laneItems, lanes.puts(e)...), nil
+	// No successor link is written: an out-of-order end finds its
+	// successor when it needs it (design.md §7.3).
+	return out, lanes.puts(e), nil
 }
 
 // validEnqueue is what validation learned of one enqueue: its kind's
@@ -322,35 +320,6 @@ func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now
 		pr.idem = e.idemRecordPut(&a)
 	}
 	return pr
-}
-
-// successorLinks sets each laned member's predecessor's `nxt` (design.md
-// §3.4): on the predecessor's own put when it is in this batch, else with a
-// link update of its row when it is live (an ended tail is never relinked
-// again).
-func (e *Engine) successorLinks(ctx context.Context, out []*prepared) ([]types.TransactWriteItem, error) {
-	bySeq := map[int64]*prepared{}
-	for _, pr := range out {
-		bySeq[pr.a.Seq] = pr
-	}
-	var laneItems []types.TransactWriteItem
-	for _, pr := range out {
-		if pr.a.LaneKey == "" || pr.a.PrevSeq == 0 {
-			continue
-		}
-		if prevPr, in := bySeq[pr.a.PrevSeq]; in && prevPr.a.Partition == pr.a.Partition {
-			prevPr.action.Put.Item[attrSucc] = avN(pr.a.Seq)
-			continue
-		}
-		live, err := e.rowLive(ctx, pr.a.Partition, pr.a.PrevSeq)
-		if err != nil {
-			return nil, err
-		}
-		if live {
-			laneItems = append(laneItems, e.linkSucc(pr.a.Partition, pr.a.PrevSeq, 0, pr.a.Seq))
-		}
-	}
-	return laneItems, nil
 }
 
 // laneTails follows the tails of the lanes an enqueue batch names: each as

@@ -9,30 +9,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Lane successor links (design.md §7.3). A live lane member names the next member
-// of its lane (nxt), so that a member ending out of order, while the member
-// before it is live, can take itself out of the chain in its end
-// transaction: its successor's prev becomes its own prev, and that
-// predecessor's nxt becomes its successor. No chain then passes through an
-// ended row, and deleting ended rows (TTL, retention) never cuts a chain.
-// Links are only ever written on live rows (design.md §3.1).
-
-// rowLive reads with a consistent read whether an action row exists and has
-// not ended.
-func (e *Engine) rowLive(ctx context.Context, p int, seq int64) (bool, error) {
-	it, err := e.readLinks(ctx, p, seq)
-	if err != nil {
-		return false, err
-	}
-	return it != nil && !State(getS(it, attrState)).Ended(), nil
-}
+// Lane relinks (design.md §7.3). A member that ends out of order, while
+// the member before it is live, takes itself out of its lane's chain in its
+// end transaction: its successor's prev becomes its own prev (or, with no
+// successor, the lane tail moves back to its predecessor). No chain then
+// passes through an ended row, and deleting ended rows (TTL, retention)
+// never cuts a chain. The successor is found when it is needed, by walking
+// prev links back from the lane tail (and, past maxSuccessorWalk, by one
+// Query of the partition's seqs after the member): an enqueue writes no
+// successor link. Links are only ever written on live rows (design.md §3.1).
 
 // readLinks reads an action row's state and lane links (nil when gone).
 func (e *Engine) readLinks(ctx context.Context, p int, seq int64) (map[string]types.AttributeValue, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: actionKey(p, seq), ConsistentRead: aws.Bool(true),
-		ProjectionExpression:     aws.String("#st, #prev, #nxt"),
-		ExpressionAttributeNames: map[string]string{"#st": attrState, "#prev": attrPrev, "#nxt": attrSucc},
+		ProjectionExpression:     aws.String("#st, #prev"),
+		ExpressionAttributeNames: map[string]string{"#st": attrState, "#prev": attrPrev},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error reading lane links of %s: %w", LegacyActionID(p, seq), err)
@@ -54,24 +46,17 @@ func liveVals(vals map[string]types.AttributeValue) map[string]types.AttributeVa
 	return vals
 }
 
-// linkSucc sets a live row's successor link from old (0: none) to succ
-// (0: none).
-func (e *Engine) linkSucc(p int, seq, old, succ int64) types.TransactWriteItem {
-	names := map[string]string{"#st": attrState, "#nxt": attrSucc}
-	vals := liveVals(map[string]types.AttributeValue{})
-	c := liveCond + " AND attribute_not_exists(#nxt)"
-	if old != 0 {
-		c = liveCond + " AND #nxt = :old"
-		vals[":old"] = avN(old)
-	}
-	upd := "REMOVE #nxt"
-	if succ != 0 {
-		upd = "SET #nxt = :nxt"
-		vals[":nxt"] = avN(succ)
-	}
+// predLive keeps the predecessor of a relinked member live until the relink
+// commits: it must be, for the chain to stop at it. It also removes the
+// successor link `nxt` that enqueues wrote before successors were found
+// when needed (an older build's enqueue appending behind this row needs it
+// absent); the update costs what a ConditionCheck would.
+func (e *Engine) predLive(p int, seq int64) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
-		TableName: e.table(), Key: actionKey(p, seq), UpdateExpression: aws.String(upd),
-		ConditionExpression: aws.String(c), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+		TableName: e.table(), Key: actionKey(p, seq), UpdateExpression: aws.String("REMOVE #nxt"),
+		ConditionExpression:       aws.String(liveCond),
+		ExpressionAttributeNames:  map[string]string{"#st": attrState, "#nxt": attrSucc},
+		ExpressionAttributeValues: liveVals(map[string]types.AttributeValue{}),
 	}}
 }
 
@@ -88,14 +73,15 @@ func (e *Engine) linkPrev(p int, seq, old, prev int64) types.TransactWriteItem {
 // unlink builds the items that take a member ending out of order out of its
 // lane's chain: nil when there is nothing to do (no predecessor, or the
 // predecessor has ended: the chain stops at this member anyway) or when the
-// links are not as a relink needs them (rows written before links
-// existed); then the member keeps its prev and the lane walk follows it.
+// links are not as a relink needs them (the member is not found on the
+// chain from the tail); then the member keeps its prev and the lane walk
+// follows it.
 func (e *Engine) unlink(ctx context.Context, a *Action) ([]types.TransactWriteItem, error) {
 	self, err := e.readLinks(ctx, a.Partition, a.Seq)
 	if err != nil || self == nil {
 		return nil, err
 	}
-	prev, succ := getN(self, attrPrev), getN(self, attrSucc)
+	prev := getN(self, attrPrev)
 	if prev == 0 {
 		return nil, nil
 	}
@@ -103,23 +89,102 @@ func (e *Engine) unlink(ctx context.Context, a *Action) ([]types.TransactWriteIt
 	if err != nil {
 		return nil, err
 	}
-	if pr == nil || State(getS(pr, attrState)).Ended() || getN(pr, attrSucc) != a.Seq {
+	if pr == nil || State(getS(pr, attrState)).Ended() {
 		return nil, nil
 	}
 	lid := laneID{a.WorkspaceID, a.LaneKey}
-	items := []types.TransactWriteItem{e.linkSucc(a.Partition, prev, a.Seq, succ)}
-	if succ != 0 {
-		return append(items, e.linkPrev(a.Partition, succ, a.Seq, prev)), nil
+	succ, tail, err := e.successorOf(ctx, a.Partition, lid, a.Seq)
+	if err != nil {
+		return nil, err
 	}
-	// The lane's tail: it moves back to the live predecessor.
-	return append(items, types.TransactWriteItem{Update: &types.Update{
-		TableName:                 e.table(),
-		Key:                       key(partitionPK(a.Partition), laneSK(lid.ws, lid.lane)),
-		UpdateExpression:          aws.String("SET #s = :prev"),
-		ConditionExpression:       aws.String("#s = :s"),
-		ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq), ":prev": avN(prev)},
-	}}), nil
+	items := []types.TransactWriteItem{e.predLive(a.Partition, prev)}
+	switch {
+	case succ != 0:
+		return append(items, e.linkPrev(a.Partition, succ, a.Seq, prev)), nil
+	case tail == a.Seq:
+		// The lane's tail: it moves back to the live predecessor.
+		return append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName:                 e.table(),
+			Key:                       key(partitionPK(a.Partition), laneSK(lid.ws, lid.lane)),
+			UpdateExpression:          aws.String("SET #s = :prev"),
+			ConditionExpression:       aws.String("#s = :s"),
+			ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq), ":prev": avN(prev)},
+		}}), nil
+	}
+	return nil, nil
+}
+
+// maxSuccessorWalk bounds the rows an out-of-order end reads walking back
+// from its lane's tail to find its successor; past it, one Query of the
+// partition's seqs between the member and the walk's last row finds it.
+const maxSuccessorWalk = 16
+
+// successorOf finds the lane member whose prev is seq (0: none found) and
+// the lane tail's seq as read. It walks prev links back from the tail, with
+// consistent reads; a deep lane (past maxSuccessorWalk) or a gone row on
+// the way is left to successorQuery. Seqs fall along a chain, so a link
+// below seq means the member is not on the chain from the tail (links
+// moving): none found.
+func (e *Engine) successorOf(ctx context.Context, p int, lid laneID, seq int64) (succ, tail int64, err error) {
+	tail, err = e.readTail(ctx, p, lid)
+	if err != nil || tail <= seq {
+		return 0, tail, err
+	}
+	cur := tail
+	for hop := 0; hop < maxSuccessorWalk; hop++ {
+		it, err := e.readLinks(ctx, p, cur)
+		if err != nil {
+			return 0, tail, err
+		}
+		if it == nil {
+			break
+		}
+		pv := getN(it, attrPrev)
+		if pv == seq {
+			return cur, tail, nil
+		}
+		if pv < seq {
+			return 0, tail, nil
+		}
+		cur = pv
+	}
+	succ, err = e.successorQuery(ctx, p, seq, cur)
+	return succ, tail, err
+}
+
+// successorQuery finds the member whose prev is seq among the partition's
+// actions after seq up to upper, with a consistent Query (only lane members
+// of seq's lane can name it as prev). It reads what the partition holds in
+// that range, so only deep lanes come here (design.md §7.3).
+func (e *Engine) successorQuery(ctx context.Context, p int, seq, upper int64) (int64, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                e.table(),
+		KeyConditionExpression:   aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+		FilterExpression:         aws.String("#prev = :seq"),
+		ProjectionExpression:     aws.String("sk"),
+		ExpressionAttributeNames: map[string]string{"#prev": attrPrev},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": avS(partitionPK(p)), ":lo": avS(actionSK(seq + 1)), ":hi": avS(actionSK(upper)), ":seq": avN(seq),
+		},
+		ConsistentRead: aws.Bool(true),
+		Limit:          aws.Int32(100),
+	}
+	for {
+		out, err := e.db.Query(ctx, in)
+		if err != nil {
+			return 0, fmt.Errorf("error finding the lane successor of %s: %w", LegacyActionID(p, seq), err)
+		}
+		for _, it := range out.Items {
+			if s, ok := seqFromActionSK(getS(it, attrSK)); ok {
+				return s, nil
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return 0, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
 }
 
 // eraseLaned erases a live lane member whose predecessor is live: its
@@ -147,13 +212,6 @@ func (e *Engine) eraseLaned(ctx context.Context, pk, sk string) (map[string]type
 		names["#ep"] = attrEpoch
 		vals[":cst"], vals[":cep"], vals[":cprev"] = avS(string(st)), avN(getN(old, attrEpoch)), avN(a.PrevSeq)
 		c := "#st = :cst AND #ep = :cep AND #prev = :cprev"
-		names["#nxt"] = attrSucc
-		if nx := getN(old, attrSucc); nx != 0 {
-			c += " AND #nxt = :cnxt"
-			vals[":cnxt"] = avN(nx)
-		} else {
-			c += " AND attribute_not_exists(#nxt)"
-		}
 		all := append([]types.TransactWriteItem{{Update: &types.Update{
 			TableName: e.table(), Key: key(pk, sk), UpdateExpression: aws.String(upd),
 			ConditionExpression: aws.String(c), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
