@@ -28,7 +28,7 @@ type Cost struct {
 	// Calls per delivered action, all and by operation.
 	Calls   float64
 	CallsBy map[string]float64
-	// BatchFill is the mean number of actions a claim transaction took
+	// BatchFill is the mean number of actions a claim took
 	// divided by the batch size (claims that took nothing not counted;
 	// EmptyClaims counts them).
 	BatchFill   float64

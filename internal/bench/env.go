@@ -27,7 +27,7 @@ var Start = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 type claimStats struct {
 	outbox.NopObserver
 	mu        sync.Mutex
-	claims    int // claim transactions that took at least one action
+	claims    int // claims that took at least one action
 	claimed   int
 	conflicts int
 	short     int

@@ -138,6 +138,18 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 	// drainer: a stream batch, then its schedule until everything ended.
 	drainer := &handlers.DrainerHandler{Engine: handlers.EnginePorts{Engine: eng, Partitions: 2}, Clock: clk, Log: log, Metrics: obs}
 	drainCtx := withFunction(ctx, Drainer)
+	// A drainer dies right after claiming a keyed action; after its lease
+	// the schedule's drainer reclaims it and takes the TTL off its
+	// idempotency record (drain.go unexpireReclaimed: a transaction with a
+	// ConditionCheck, which the claim itself no longer sends, ADR 0016).
+	crashed := do("POST", "/v1/actions", `{"kind":"webhook","idempotency_key":"k7",`+hook("/ok")+`}`)["id"].(string)
+	ca, err := eng.ActionGet(ctx, crashed)
+	require.NoError(t, err)
+	v, err := eng.FenceTake(drainCtx, ca.Partition, "crashed", clk.Now().Add(time.Minute))
+	require.NoError(t, err)
+	cr, err := eng.Claim(drainCtx, ca.Partition, outbox.ClaimParams{Owner: "crashed", Version: v, OnlyID: crashed})
+	require.NoError(t, err)
+	require.Equal(t, 1, cr.Claimed)
 	stream := readEvent(t, "dynamodb-stream.json")
 	_, err = drainer.Invoke(drainCtx, stream)
 	require.NoError(t, err)

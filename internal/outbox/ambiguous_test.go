@@ -26,6 +26,22 @@ type lossyDB struct {
 	n     int
 	lose  func(n int, in *dynamodb.TransactWriteItemsInput) bool
 	calls []string // tokens seen
+	// loseClaim, when set, picks the claim updates (design.md §5 step 4)
+	// whose answer is lost after they committed.
+	loseClaim func(in *dynamodb.UpdateItemInput) bool
+}
+
+// isClaimUpdate tells a claim's update of an action (claim.go claimUpdate).
+func isClaimUpdate(in *dynamodb.UpdateItemInput) bool {
+	return strings.Contains(aws.ToString(in.UpdateExpression), "#ep = :nep")
+}
+
+func (l *lossyDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := l.DynamoDB.UpdateItem(ctx, in, o...)
+	if err == nil && l.loseClaim != nil && isClaimUpdate(in) && l.loseClaim(in) {
+		return nil, errLost
+	}
+	return out, err
 }
 
 var errLost = errors.New("read tcp 127.0.0.1:1: connection reset by peer")
@@ -204,9 +220,9 @@ func TestAmbiguousClaimIsReadBack(t *testing.T) {
 	ctx := context.Background()
 	claiming := false
 	fb := newFaultBundle(t, func(db DynamoDB) DynamoDB {
-		// Every answer to the claim transaction is lost: the engine must read
+		// Every answer to the claim's updates is lost: the engine must read
 		// the candidates back to learn what it holds.
-		return &lossyDB{DynamoDB: db, lose: func(int, *dynamodb.TransactWriteItemsInput) bool { return claiming }}
+		return &lossyDB{DynamoDB: db, loseClaim: func(*dynamodb.UpdateItemInput) bool { return claiming }}
 	})
 	var ids []string
 	for range 3 {
@@ -248,13 +264,13 @@ func TestStaleIndexOnlyProposes(t *testing.T) {
 	require.Equal(t, 1, fb.ran[r.Action.ID], "at most once")
 }
 
-// TestClaimRefusedAfterItsTokenExpiredIsReadBack: the claim transaction
-// commits and its answer is lost; the retry, with the same token, comes
-// after the token's 10 minutes, so DynamoDB takes it for a new transaction
-// and refuses it on the conditions the first one changed. The refusal must
-// not be taken for "not claimed": the claim reads back, holds the action,
-// and the fence's in-flight map keeps it (simulator seed 260 of a42ab1d
-// lost such an action: EXECUTING, out of the due index and the map).
+// TestClaimRefusedAfterItsTokenExpiredIsReadBack: a claim update commits
+// and its answer is lost; the retry is refused by the epoch the first try
+// moved. The refusal must not be taken for "not claimed": the claim reads
+// back, holds the action, and the fence's in-flight map keeps it (simulator
+// seed 260 of a42ab1d lost such an action when the claim was one
+// transaction whose retry came after its token's 10 minutes: EXECUTING, out
+// of the due index and the map).
 func TestClaimRefusedAfterItsTokenExpiredIsReadBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -262,12 +278,12 @@ func TestClaimRefusedAfterItsTokenExpiredIsReadBack(t *testing.T) {
 	var clk *clock.Manual
 	fb := newFaultBundle(t, func(db DynamoDB) DynamoDB {
 		seen := map[string]bool{}
-		return &lossyDB{DynamoDB: db, lose: func(_ int, in *dynamodb.TransactWriteItemsInput) bool {
-			tok := *in.ClientRequestToken
-			if !claiming || seen[tok] {
+		return &lossyDB{DynamoDB: db, loseClaim: func(in *dynamodb.UpdateItemInput) bool {
+			k := getS(in.Key, attrSK)
+			if !claiming || seen[k] {
 				return false
 			}
-			seen[tok] = true
+			seen[k] = true
 			clk.Advance(11 * time.Minute)
 			return true
 		}}

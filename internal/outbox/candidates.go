@@ -264,8 +264,8 @@ func (e *Engine) unblockedGroups(ctx context.Context, r *claimRun, cands []candi
 			// A dropped candidate waits in its lane (blocked, or a reclaim
 			// not to be taken now): it is live, so a group that starts
 			// behind it is blocked as well, without a read (design.md §5
-			// step 3). Blocking is the safe side: the claim transaction
-			// still checks each head's predecessor.
+			// step 3). Blocking is the safe side: a group is claimed only
+			// when its head's predecessor was read ended.
 			r.fetched[c.a.Seq], r.live[c.a.Seq] = true, true
 		}
 		cands = rest

@@ -2,11 +2,12 @@ package outbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -16,6 +17,9 @@ type ClaimParams struct {
 	Version int64  // the claim fence version the claimer holds
 	Limit   int    // actions at most
 	OnlyID  string // claim only this action (RunNow)
+	// Concurrency is how many lane groups are claimed at once (each group's
+	// members one after another); default 1.
+	Concurrency int
 
 	hold *fenceHold // the drainer's hold of the fence; nil: read the fence row
 }
@@ -43,7 +47,7 @@ type claimUpdateParams struct {
 // claimUpdate builds the conditional update that claims one candidate.
 // With fence, the claim also sets the write fence (design.md §5): `wsa` is not
 // projected into the due index, so this costs no index unit.
-func (e *Engine) claimUpdate(c candidate, cu claimUpdateParams) types.TransactWriteItem {
+func (e *Engine) claimUpdate(c candidate, cu claimUpdateParams) *dynamodb.UpdateItemInput {
 	a := c.a
 	owner, now, lx := cu.Owner, cu.Now, cu.Lease
 	due := "#nat <= :cnow"
@@ -79,36 +83,22 @@ func (e *Engine) claimUpdate(c candidate, cu claimUpdateParams) types.TransactWr
 	cd.names["#lx"] = attrLease
 	cd.names["#dpk"], cd.names["#dsk"] = attrDuePK, attrDueSK
 	// The claim takes the row out of the due index (design.md §3.3): one index
-	// delete, and the end writes nothing to the index. The fence item of the
-	// same transaction records it in the partition's in-flight map.
+	// delete, and the end writes nothing to the index. The claim's fence
+	// update, which landed before this write is sent, recorded it in the
+	// partition's in-flight map (ADR 0016).
 	upd := "SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own"
 	if cu.Fence {
 		upd += ", #wsa = :cnow"
 	}
 	upd += " REMOVE #dpk, #dsk"
-	return types.TransactWriteItem{Update: &types.Update{
+	return &dynamodb.UpdateItemInput{
 		TableName:                 e.table(),
 		Key:                       actionKey(a.Partition, a.Seq),
 		UpdateExpression:          aws.String(upd),
 		ConditionExpression:       aws.String(cd.expr),
 		ExpressionAttributeNames:  cd.names,
 		ExpressionAttributeValues: cd.vals,
-	}}
-}
-
-// predecessorCheck builds the check that a lane predecessor has ended or is
-// gone, on the base table.
-func (e *Engine) predecessorCheck(p int, prev int64) types.TransactWriteItem {
-	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName:                e.table(),
-		Key:                      actionKey(p, prev),
-		ConditionExpression:      aws.String("attribute_not_exists(pk) OR #st IN (:d, :u, :f, :c)"),
-		ExpressionAttributeNames: map[string]string{"#st": attrState},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":d": avS(string(endedStates[0])), ":u": avS(string(endedStates[1])),
-			":f": avS(string(endedStates[2])), ":c": avS(string(endedStates[3])),
-		},
-	}}
+	}
 }
 
 // maxClaimWindow bounds how many due candidates one claim reads when the
@@ -116,10 +106,13 @@ func (e *Engine) predecessorCheck(p int, prev int64) types.TransactWriteItem {
 const maxClaimWindow = 512
 
 // Claim claims the oldest due claimable actions of a partition, by (due
-// time, seq), in one TransactWriteItems that also checks the claim fence
-// version and each lane group head's predecessor. Candidates refused by
-// their condition (and their lane successors) are dropped and the rest tried
-// again: a short batch, not a failure. A stale fence gives ErrFenceRefused.
+// time, seq): one update of the claim fence row that checks the version and
+// records every candidate in the in-flight map, then one conditional update
+// per candidate (ADR 0016). A group head's predecessor is read consistently
+// before and must have ended (an ended row never lives again). A candidate
+// refused by its condition ends its lane group there (its lane successors
+// are not claimed): a short batch, not a failure. A stale fence gives
+// ErrFenceRefused.
 // The claim of an idempotent-receiver action at the head of its group also
 // sets its write fence (design.md §5): from then on it counts as started (the
 // returned Action's WriteStartedAt is set), and a caller that does not run
@@ -164,14 +157,11 @@ func (e *Engine) claim(ctx context.Context, p int, cp ClaimParams) (*ClaimResult
 		proposed += len(g)
 	}
 	res := &ClaimResult{}
-	out, err := e.claimTransact(ctx, r, groups, res)
-	if errors.Is(err, errClaimAmbiguous) {
-		return e.claimReadBack(ctx, r.h, out.unanswered, cp.Owner, r.now, res, proposed)
-	}
+	wrote, err := e.claimWrite(ctx, r, groups, res)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.claimForgetSettled(ctx, r, out.fenceWritten); err != nil {
+	if err := e.claimForgetSettled(ctx, r, wrote); err != nil {
 		return nil, err
 	}
 	res.Short = res.Claimed < proposed
@@ -257,68 +247,42 @@ func (e *Engine) claimChoose(ctx context.Context, r *claimRun) ([][]candidate, e
 	}
 }
 
-// errClaimAmbiguous says the claim transaction has no answer even after its
-// retries: it may or may not have landed.
-var errClaimAmbiguous = errors.New("outbox: claim transaction outcome unknown")
-
-// claimOutcome is how the claim transactions went: fenceWritten when one
-// landed (and so its fence item); unanswered, with errClaimAmbiguous, the
-// groups of a transaction that may or may not have landed.
-type claimOutcome struct {
-	fenceWritten bool
-	unanswered   [][]candidate
-}
-
-// claimTransact claims groups in one transaction (design.md §5 step 4),
-// dropping the refused candidates and their lane followers and trying
-// again (step 5), up to 6 rounds. It adds what it claimed to res.
-func (e *Engine) claimTransact(ctx context.Context, r *claimRun, groups [][]candidate, res *ClaimResult) (claimOutcome, error) {
-	for round := 0; len(groups) > 0 && round < 6; round++ {
-		tx := e.claimItems(r, groups)
-		err := e.transact(ctx, tx.items, e.token())
-		if err == nil {
-			r.h.wrote(tx.set, tx.rm)
-			for _, g := range groups {
-				run := claimedRun(r, g)
-				res.Groups = append(res.Groups, run)
-				res.Claimed += len(run)
-			}
-			return claimOutcome{fenceWritten: true}, nil
-		}
-		reasons, ok := cancelReasons(err)
-		if !ok {
-			if isAmbiguous(err) {
-				return claimOutcome{unanswered: groups}, errClaimAmbiguous
-			}
-			return claimOutcome{}, fmt.Errorf("error claiming partition %d: %w", r.p, err)
-		}
-		if len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
-			return claimOutcome{}, fmt.Errorf("partition %d version %d: %w", r.p, r.cp.Version, ErrFenceRefused)
-		}
-		groups = dropRefused(groups, tx.at, reasons, res)
+// claimWrite claims groups (design.md §5 step 4, ADR 0016). First one
+// conditional update of the fence row, still held by this claimer, records
+// the in-flight entries of every candidate (and forgets those seen settled):
+// an action is in the map before it can leave the due index. Then one plain
+// conditional UpdateItem per candidate: groups up to r.cp.Concurrency at
+// once, within a group the head first and then the members in lane order,
+// the group stopping at the first member not claimed (step 5). fenceWritten
+// says the fence update landed. It adds what it claimed to res.
+func (e *Engine) claimWrite(ctx context.Context, r *claimRun, groups [][]candidate, res *ClaimResult) (fenceWritten bool, err error) {
+	if len(groups) == 0 {
+		return false, nil
 	}
-	return claimOutcome{}, nil
+	set, rm := claimEntries(r, groups)
+	if err := e.claimFenceWrite(ctx, r, set, rm); err != nil {
+		return false, err
+	}
+	runs := make([][]Action, len(groups))
+	refused := make([]int, len(groups))
+	eachBounded(len(groups), r.cp.Concurrency, func(gi int) {
+		runs[gi], refused[gi] = e.claimGroup(ctx, r, groups[gi])
+	})
+	for gi, run := range runs {
+		res.Conflicts += refused[gi]
+		if len(run) > 0 {
+			res.Groups = append(res.Groups, run)
+			res.Claimed += len(run)
+		}
+	}
+	return true, nil
 }
 
-// claimTx is one claim transaction: its items, where each group member sits
-// in it, and the in-flight entries its fence item sets and removes.
-type claimTx struct {
-	items []types.TransactWriteItem
-	at    map[int]claimPos
-	set   map[int64]time.Time
-	rm    []int64
-}
-
-// claimPos is a transaction item's group and member (member -1: the
-// group's predecessor check).
-type claimPos struct{ g, m int }
-
-// claimItems builds the claim transaction of groups: the fence item, which
-// checks the version and in the same write records the actions claimed and
-// forgets those seen settled (both bounded by fitFence so the write stays
-// within DynamoDB's expression limits however big the map); each group
-// head's predecessor check; one conditional update per member.
-func (e *Engine) claimItems(r *claimRun, groups [][]candidate) claimTx {
+// claimEntries lists the in-flight entries the claim's fence update sets
+// (every candidate's, at the claim's lease, and the leases found renewed)
+// and removes (those the holder saw settle), bounded by fitFence so the
+// write stays within DynamoDB's expression limits however big the map.
+func claimEntries(r *claimRun, groups [][]candidate) (map[int64]time.Time, []int64) {
 	claimed, except := map[int64]time.Time{}, map[int64]time.Time{}
 	for seq, t := range r.renew {
 		except[seq] = t
@@ -328,76 +292,108 @@ func (e *Engine) claimItems(r *claimRun, groups [][]candidate) claimTx {
 			claimed[c.a.Seq], except[c.a.Seq] = r.lx, r.lx
 		}
 	}
-	tx := claimTx{at: map[int]claimPos{}}
-	tx.set, tx.rm = fitFence(r.h, claimed, r.renew, r.h.removable(except))
-	tx.items = []types.TransactWriteItem{e.fenceItem(r.h, tx.set, tx.rm)}
-	checked := map[int64]int{} // predecessor seq -> its check's index
-	for gi, g := range groups {
-		if prev := g[0].a.PrevSeq; prev != 0 {
-			// A transaction may name an item once: groups with the same
-			// predecessor (a lane forked by erasure) share its check.
-			if _, dup := checked[prev]; !dup {
-				checked[prev] = len(tx.items)
-				tx.at[len(tx.items)] = claimPos{gi, -1}
-				tx.items = append(tx.items, e.predecessorCheck(r.p, prev))
-			}
-		}
-		for mi, c := range g {
-			tx.at[len(tx.items)] = claimPos{gi, mi}
-			// Run now takes an admitted action whatever its due time.
-			tx.items = append(tx.items, e.claimUpdate(c, claimUpdateParams{
-				Owner: r.cp.Owner, Now: r.now, Lease: r.lx, AnyDue: r.cp.OnlyID != "", Fence: claimFences(c, mi),
-			}))
-		}
-	}
-	return tx
+	return fitFence(r.h, claimed, r.renew, r.h.removable(except))
 }
 
-// claimedRun is a claimed group as its actions now are.
-func claimedRun(r *claimRun, g []candidate) []Action {
-	run := make([]Action, len(g))
-	for i, c := range g {
+// claimFenceWrite is the claim's fence update: it sets and removes the
+// given entries, conditioned on the claimer still holding the fence. The
+// update is idempotent (it sets values and removes paths; its condition
+// does not read the map), so a try without an answer is sent again; a
+// refusal means the fence moved on (ErrFenceRefused), and no action is
+// written. Entries of a write that landed unanswered before a refusal, or
+// of one that never got an answer, name actions no update will claim: they
+// are stale, and only ever make a reclaim wait (inflightRow).
+func (e *Engine) claimFenceWrite(ctx context.Context, r *claimRun, set map[int64]time.Time, rm []int64) error {
+	upd, names, vals := fenceUpdate(r.h, set, rm)
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(r.p), skFence),
+		UpdateExpression:          aws.String(upd),
+		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
+	}
+	var err error
+	for try := 0; try < 5; try++ {
+		if _, err = e.db.UpdateItem(ctx, in); err == nil {
+			r.h.wrote(set, rm)
+			return nil
+		}
+		if isCondFailed(err) {
+			return fmt.Errorf("partition %d version %d: %w", r.p, r.cp.Version, ErrFenceRefused)
+		}
+		if ctx.Err() != nil || !(isAmbiguous(err) || isRetryable(err)) {
+			break
+		}
+	}
+	return fmt.Errorf("error claiming partition %d: %w", r.p, err)
+}
+
+// claimGroup claims one lane group, head first, then each member in lane
+// order, and stops at the first member not claimed: a member is never
+// claimed unless every member before it in the group is. It returns the
+// claimed run and 1 when a member was refused (a conflict).
+func (e *Engine) claimGroup(ctx context.Context, r *claimRun, g []candidate) ([]Action, int) {
+	run := make([]Action, 0, len(g))
+	for mi, c := range g {
+		if !e.claimOne(ctx, r, c, mi) {
+			return run, 1
+		}
 		a := c.a
 		a.State, a.Epoch, a.Attempt, a.LeaseExpiresAt, a.Owner = StateEXECUTING, a.Epoch+1, a.Attempt+1, r.lx, r.cp.Owner
-		markClaimFence(&a, c, i, r.now)
-		run[i] = a
+		markClaimFence(&a, c, mi, r.now)
+		run = append(run, a)
 	}
-	return run
+	return run, 0
 }
 
-// dropRefused drops from groups the candidates a cancelled claim
-// transaction refused, with everything behind them in their lane, and
-// counts them as conflicts. Groups come back unchanged when the
-// cancellation names no culprit (conflicts only: try again).
-func dropRefused(groups [][]candidate, at map[int]claimPos, reasons []string, res *ClaimResult) [][]candidate {
-	cut := map[int]int{} // group -> first member to drop (-1: whole group)
-	for i, code := range reasons {
-		if code == "" || code == "None" || i == 0 {
-			continue
-		}
-		ps, ok := at[i]
-		if !ok {
-			continue
-		}
-		res.Conflicts++
-		if old, seen := cut[ps.g]; !seen || ps.m < old {
-			cut[ps.g] = ps.m
-		}
+// claimOne sends the claim update of one candidate (the mi-th of its group)
+// and reports whether the row is now claimed by this claim. A try without
+// an answer is sent again; a refusal after one, or a last try without an
+// answer, is settled by reading the row back (design.md §5 step 6): the
+// claim holds the action when the row carries its epoch, owner and lease.
+// An action claimed unread stays safe: its entry is in the map.
+func (e *Engine) claimOne(ctx context.Context, r *claimRun, c candidate, mi int) bool {
+	// Run now takes an admitted action whatever its due time.
+	in := e.claimUpdate(c, claimUpdateParams{
+		Owner: r.cp.Owner, Now: r.now, Lease: r.lx, AnyDue: r.cp.OnlyID != "", Fence: claimFences(c, mi),
+	})
+	mine := func(it map[string]types.AttributeValue) bool {
+		return State(getS(it, attrState)) == StateEXECUTING && getN(it, attrEpoch) == c.a.Epoch+1 &&
+			getS(it, attrOwner) == r.cp.Owner && getN(it, attrLease) == r.lx.UnixMilli()
 	}
-	if len(cut) == 0 {
-		return groups
+	err := e.updateSettled(ctx, in, mine)
+	if err == nil {
+		return true
 	}
-	kept := groups[:0]
-	for gi, g := range groups {
-		m, dropped := cut[gi]
-		switch {
-		case !dropped:
-			kept = append(kept, g)
-		case m > 0:
-			kept = append(kept, g[:m])
+	if isCondFailed(err) {
+		return false
+	}
+	// No answer after the retries (or another failure): read back.
+	it, gerr := e.getRow(context.WithoutCancel(ctx), c.a.Partition, c.a.Seq)
+	return gerr == nil && mine(it)
+}
+
+// eachBounded calls f(0..n-1), up to limit at once; with a limit of 1 or
+// less, one after another in the caller's goroutine (the simulator runs
+// drainers as coroutines: one goroutine each).
+func eachBounded(n, limit int, f func(i int)) {
+	if limit <= 1 || n <= 1 {
+		for i := range n {
+			f(i)
 		}
+		return
 	}
-	return kept
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f(i)
+		})
+	}
+	wg.Wait()
 }
 
 // claimForgetSettled writes the fence's lone in-flight update when a
@@ -412,49 +408,11 @@ func (e *Engine) claimForgetSettled(ctx context.Context, r *claimRun, fenceWritt
 	return e.inflightWrite(ctx, r.h, r.renew)
 }
 
-// claimReadBack settles an ambiguous claim: the transaction was retried with
-// its token and still has no answer, so read each candidate back and keep
-// those that carry our epoch and owner.
-func (e *Engine) claimReadBack(ctx context.Context, h *fenceHold, groups [][]candidate, owner string, now time.Time, res *ClaimResult, proposed int) (*ClaimResult, error) {
-	for _, g := range groups {
-		var run []Action
-		for i, c := range g {
-			it, err := e.getRow(ctx, c.a.Partition, c.a.Seq)
-			if errors.Is(err, ErrNotFound) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("error reading back claim of %s: %w", c.a.Label(), err)
-			}
-			a, _ := decodeAction(it)
-			if a.State != StateEXECUTING || a.Epoch != c.a.Epoch+1 || a.Owner != owner {
-				break
-			}
-			a.Payload = nil
-			markClaimFence(&a, c, i, now)
-			run = append(run, a)
-		}
-		if len(run) > 0 {
-			res.Groups = append(res.Groups, run)
-			res.Claimed += len(run)
-			// The transaction landed: its fence item recorded these. Its
-			// removals may or may not have landed; they are sent again.
-			set := map[int64]time.Time{}
-			for _, a := range run {
-				set[a.Seq] = a.LeaseExpiresAt
-			}
-			h.wrote(set, nil)
-		}
-	}
-	res.Short = res.Claimed < proposed
-	return res, nil
-}
-
 // claimFences reports whether the claim of the mi-th member of a lane group
 // sets the write fence itself (design.md §5): an idempotent receiver at the head
-// of its group, where the claim's transaction proves (with the predecessor
-// check) that every earlier member of its lane has ended, so the action may
-// be sent from its claim on. A member behind a head waits for the head to
+// of its group, whose predecessor the claim read as ended (design.md §5 step
+// 3; an ended row never lives again), so that every earlier member of its
+// lane has ended and the action may be sent from its claim on. A member behind a head waits for the head to
 // end and keeps its own fence write: a fence set at its claim would tell the
 // reaper it started in lane order when it may not have.
 func claimFences(c candidate, mi int) bool {

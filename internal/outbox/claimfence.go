@@ -163,24 +163,9 @@ func (e *Engine) readFenceHold(ctx context.Context, p int, owner string, version
 	return newFenceHold(p, owner, version, decodeInflight(out.Item)), nil
 }
 
-// fenceItem is the claim transaction's item on the fence row: the version
-// check of design.md §3, as an Update that sets the entries of the actions
-// claimed (and of leases found renewed) and removes the entries the holder
-// saw settle.
-func (e *Engine) fenceItem(h *fenceHold, set map[int64]time.Time, rm []int64) types.TransactWriteItem {
-	upd, names, vals := fenceUpdate(h, set, rm)
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                 e.table(),
-		Key:                       key(partitionPK(h.p), skFence),
-		UpdateExpression:          aws.String(upd),
-		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: vals,
-	}}
-}
-
-// fenceUpdate renders a fence write's update expression: set entries, then
-// removals.
+// fenceUpdate renders a fence write's update expression (a claim's fence
+// update, design.md §5 step 4, or the holder's lone map write): set entries,
+// then removals.
 func fenceUpdate(h *fenceHold, set map[int64]time.Time, rm []int64) (string, map[string]string, map[string]types.AttributeValue) {
 	names := map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#inf": attrInflight}
 	vals := map[string]types.AttributeValue{":v": avN(h.version), ":o": avS(h.owner)}
@@ -207,10 +192,10 @@ func fenceUpdate(h *fenceHold, set map[int64]time.Time, rm []int64) (string, map
 }
 
 // fitFence bounds a claim's fence write so that its update expression stays
-// under maxFenceExpr: the claimed entries always go (a transaction holds
-// fewer than 100 items), then removals, then renewals, as many as fit. What
-// is left out waits: a removal for the holder's next write, a renewal for
-// the next claim's read of the entry.
+// under maxFenceExpr: the claimed entries always go (a claim takes fewer
+// than 100 actions: Config.BatchSize), then removals, then renewals, as
+// many as fit. What is left out waits: a removal for the holder's next
+// write, a renewal for the next claim's read of the entry.
 func fitFence(h *fenceHold, claimed, renew map[int64]time.Time, rm []int64) (map[int64]time.Time, []int64) {
 	set := make(map[int64]time.Time, len(claimed)+len(renew))
 	for seq, t := range claimed {

@@ -165,7 +165,7 @@ func (e *Engine) renewFence(ctx context.Context, h *fenceHold, p *DrainParams, r
 // drainBatch claims one batch and runs it; more says the partition may
 // have more due work.
 func (e *Engine) drainBatch(ctx context.Context, partition int, h *fenceHold, p DrainParams, res *DrainResult) (more bool, err error) {
-	cr, err := e.claim(ctx, partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: p.BatchSize, hold: h})
+	cr, err := e.claim(ctx, partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: p.BatchSize, Concurrency: p.Concurrency, hold: h})
 	if errors.Is(err, ErrFenceRefused) {
 		res.FenceRefusals++
 		return false, nil

@@ -21,14 +21,17 @@ import (
 //	every EXECUTING action that is not in the due index has an entry in its
 //	partition's fence map.
 //
-// A claim sets the entries of the actions it takes in the same transaction
-// that removes their due keys (its fence item, which checks the fence
-// version, is an Update). An entry is removed only by a write conditioned on
-// holding the fence, and only after the holder saw the action end, go back to
-// ADMITTED (which puts it back in due), disappear, or re-enter due
-// (Reread, release after the write fence). While the holder holds the fence
-// nobody else claims in the partition, so what it saw stays true until its
-// removal lands; once it lost the fence, its removal is refused.
+// A claim sets the entries of the actions it takes with one update of the
+// fence row, conditioned on holding the fence, before it sends the updates
+// that claim the actions and remove their due keys (ADR 0016): entry first,
+// action second. An entry is removed only by a write conditioned on holding
+// the fence, and only when no claim update can still land on its row:
+// after the holder's own claim of the action landed (which moved its epoch
+// past every other claimer's condition) and the holder saw the action end,
+// go back to ADMITTED, or re-enter due; or when the row is gone or ended.
+// An entry whose claim update was refused or never sent is stale: it stays
+// until the row's next claim lands and settles, or the row ends; it only
+// ever delays a reclaim, never lets two claims run.
 
 // fenceHold is a held claim fence as its holder knows it.
 type fenceHold struct {
@@ -177,8 +180,10 @@ func (h *fenceHold) leave(seq int64) {
 // inflightCandidates reads, with one consistent BatchGetItem (the one a
 // claim uses for reclaim candidates), the rows of the map's expired entries
 // and sorts them out:
-//   - gone, ended, ADMITTED, or EXECUTING back in the due index: the entry
-//     goes (settled; the due index shows what is left);
+//   - gone or ended: the entry goes (settled);
+//   - ADMITTED, or EXECUTING back in the due index: the entry stays (a
+//     claim's action update may still land, ADR 0016) and the due index
+//     shows the row; not read again by this hold;
 //   - EXECUTING out of due with its lease renewed: the entry gets the new
 //     lease (renew);
 //   - EXECUTING out of due with its lease over, of a kind this build
@@ -234,11 +239,21 @@ func (e *Engine) inflightCandidates(ctx context.Context, r *claimRun) ([]candida
 // as inflightCandidates says; ok when it is a reclaim candidate.
 func (e *Engine) inflightRow(r *claimRun, seq int64, it map[string]types.AttributeValue) (candidate, bool) {
 	h, now := r.h, r.now
-	if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)) != StateEXECUTING || has(it, attrDuePK) {
-		// Gone, ended, ADMITTED (in due) or back in due. Not marked
+	if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)).Ended() {
+		// Gone or ended: no claim can take it any more. Not marked
 		// fetched: as a lane predecessor it is read again by prefetch,
 		// which also walks past one that ended out of order.
 		h.settle(seq)
+		return candidate{}, false
+	}
+	if State(getS(it, attrState)) != StateEXECUTING || has(it, attrDuePK) {
+		// ADMITTED (in due) or back in due: the entry may be a claim's whose
+		// fence update landed and whose action update has not yet (ADR
+		// 0016: its claimer paused or died in between); that update may
+		// still land, so the entry stays until a claim of the row lands
+		// and its holder sees the action settle (or the row ends). A stale
+		// entry only makes this hold skip it.
+		h.leave(seq)
 		return candidate{}, false
 	}
 	r.fetched[seq], r.live[seq] = true, true

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/clock"
@@ -25,8 +24,7 @@ func TestFenceRetakeForgetsSettledWhenAnotherHolderCameBetween(t *testing.T) {
 	h, err := e.fenceTake(ctx, 0, "a", clk.Now().Add(time.Minute))
 	require.NoError(t, err)
 	set := map[int64]time.Time{7: clk.Now().Add(time.Minute)}
-	require.NoError(t, e.transact(ctx, []types.TransactWriteItem{e.fenceItem(h, set, nil)}, e.token()))
-	h.wrote(set, nil)
+	require.NoError(t, e.inflightWrite(ctx, h, set))
 	h.settle(7)
 	require.NoError(t, e.fenceRetake(ctx, h, clk.Now().Add(2*time.Minute)))
 	require.Equal(t, []int64{7}, h.removable(nil), "nobody came between: still settled")

@@ -92,6 +92,9 @@ func (w *world) breakUpdate(_ *proc, in *dynamodb.UpdateItemInput) *dynamodb.Upd
 	if w.opt.Broken == 0 {
 		return in
 	}
+	if str(in.Key, "sk") == "FENCE" && strings.Contains(aws.ToString(in.UpdateExpression), "#inf.#s") {
+		return w.breakFenceUpdate(in)
+	}
 	cp := *in
 	if !w.breakExprs(&cp.ConditionExpression, &cp.UpdateExpression) {
 		return in
@@ -153,5 +156,32 @@ func (w *world) breakTransact(in *dynamodb.TransactWriteItemsInput) *dynamodb.Tr
 		}
 		cp.TransactItems = append(cp.TransactItems, it)
 	}
+	return &cp
+}
+
+// breakFenceUpdate breaks a claim's fence update (ADR 0016: the update of
+// the fence row that records the claimed actions' in-flight entries before
+// their own updates are sent, design.md §3.3): BreakClaimFence drops its
+// version check, BreakInflightLost the entries it sets.
+func (w *world) breakFenceUpdate(in *dynamodb.UpdateItemInput) *dynamodb.UpdateItemInput {
+	b := w.opt.Broken
+	if b&(BreakClaimFence|BreakInflightLost) == 0 {
+		return in
+	}
+	cp := *in
+	if b&BreakClaimFence != 0 {
+		cp.ConditionExpression = nil
+	}
+	if b&BreakInflightLost != 0 {
+		upd := aws.ToString(in.UpdateExpression)
+		if i := strings.Index(upd, "REMOVE "); i >= 0 {
+			upd = upd[i:]
+		} else {
+			upd = "SET #o = :o"
+		}
+		cp.UpdateExpression = aws.String(upd)
+	}
+	cp.ExpressionAttributeNames, cp.ExpressionAttributeValues = prune(maps.Clone(in.ExpressionAttributeNames),
+		maps.Clone(in.ExpressionAttributeValues), cp.ConditionExpression, cp.UpdateExpression)
 	return &cp
 }

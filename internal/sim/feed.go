@@ -61,8 +61,8 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 			}
 			w.inflight[part] = inf
 			w.fences[part] = fs
-			if p != nil && p.kind == "drainer" && fs.owner == p.owner {
-				p.fenceV = fs.cv
+			if p != nil && p.kind == "drainer" {
+				w.fenceWritten(p, part, fs, c)
 			}
 		}
 		return
@@ -204,9 +204,14 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 			w.violate("fencing", []string{id}, "epoch of %s rose to %d by %s (owner %q, %s), not a drainer's claim", id, nep, p.name, str(nw, "own"), nst)
 			return
 		}
-		if fs := w.fences[part]; fs.owner != p.owner || fs.cv != p.fenceV {
-			w.violate("claim-fence", []string{id}, "%s claimed %s with fence version %d while partition %d's fence is version %d held by %s",
-				p.name, id, p.fenceV, part, fs.cv, fs.owner)
+		if seq, _ := strconv.ParseInt(strings.TrimPrefix(str(nw, "sk"), "A#"), 10, 64); !p.entered[id] && w.inflight[part][seq] {
+			// (Not in the map at all: the tracking checker reports it.)
+			// ADR 0016: a claim's action update may land after its claimer
+			// lost the fence, but only for an action its claimer recorded in
+			// the in-flight map first, by a write made while it held the fence.
+			fs := w.fences[part]
+			w.violate("claim-fence", []string{id}, "%s claimed %s without recording it in partition %d's in-flight map under its fence (version %d; the fence is version %d held by %s)",
+				p.name, id, part, p.fenceV, fs.cv, fs.owner)
 			return
 		}
 		if r.claims == nil {
@@ -409,5 +414,36 @@ func (w *world) checkDeferral(p *proc, r *row, old, nw ddblocal.Item) {
 		// says so. A release keeps the run, as an attempt that lost its
 		// lease does.
 		r.defers, r.deferSince = 0, time.Time{}
+	}
+}
+
+// fenceWritten judges a drainer's write of a partition's fence row: every
+// one of them (take, claim, release) lands only while the drainer holds the
+// fence, so the row names it as the owner afterwards. The entries it set or
+// changed are the actions it recorded in the in-flight map under its fence:
+// the only ones it may claim (ADR 0016: entry first, action second).
+func (w *world) fenceWritten(p *proc, part int, fs fenceState, c ddblocal.Change) {
+	if fs.owner != p.owner {
+		w.violate("claim-fence", nil, "%s wrote partition %d's fence row while version %d is held by %s", p.name, part, fs.cv, fs.owner)
+		return
+	}
+	p.fenceV = fs.cv
+	nm, _ := c.NewImage["inf"].(*types.AttributeValueMemberM)
+	if nm == nil {
+		return
+	}
+	var om map[string]types.AttributeValue
+	if o, ok := c.OldImage["inf"].(*types.AttributeValueMemberM); ok {
+		om = o.Value
+	}
+	for k, v := range nm.Value {
+		if ov, ok := om[k]; ok && reflect.DeepEqual(ov, v) {
+			continue
+		}
+		seq, _ := strconv.ParseInt(k, 10, 64)
+		if p.entered == nil {
+			p.entered = map[string]bool{}
+		}
+		p.entered[outbox.LegacyActionID(part, seq)] = true
 	}
 }

@@ -36,8 +36,11 @@ type proc struct {
 	journalLost bool
 	at          string
 	fenceV      int64
-	erasing     [2]string // erase: workspace, subject
-	pending     map[*callRec]bool
+	// entered: the actions whose in-flight entry this drainer set by a
+	// fence write of its own (the only ones it may claim, ADR 0016).
+	entered map[string]bool
+	erasing [2]string // erase: workspace, subject
+	pending map[*callRec]bool
 	// deferred: action id -> the epoch whose provider call answered Defer
 	// (the deferral-bound checker tells a deferral's write from a release).
 	deferred map[string]int64

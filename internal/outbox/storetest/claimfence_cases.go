@@ -122,12 +122,14 @@ var _ = register("IdempotentActionHasNoSeparateFenceWrite", func(ctx context.Con
 		require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
 		require.Equal(t, 1, tb.rec.Execs(a.ID))
 	}
+	// The claim writes each action with one plain conditional update, in no
+	// transaction (ADR 0016).
 	upd, tx := wc.counts(idem)
-	require.Equal(t, 1, tx, "the claim")
-	require.Equal(t, 1, upd, "the end only: the claim set the fence")
+	require.Equal(t, 0, tx, "no transaction")
+	require.Equal(t, 2, upd, "the claim, which set the fence, then the end")
 	upd, tx = wc.counts(amo)
-	require.Equal(t, 1, tx, "the claim")
-	require.Equal(t, 2, upd, "at-most-once: its own fence write, then the end")
+	require.Equal(t, 0, tx, "no transaction")
+	require.Equal(t, 3, upd, "at-most-once: the claim, its own fence write, then the end")
 })
 
 var _ = register("ErasureBeforeClaimOfIdempotentPreventsTheCall", func(ctx context.Context, t *testing.T, nb NewBackend) {

@@ -84,8 +84,14 @@ func (f *faultyDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...
 }
 
 func (f *faultyDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if f.decide("UpdateItem", in.Key) != noFault {
+	switch f.decide("UpdateItem", in.Key) {
+	case failBefore:
 		return nil, errCrashed
+	case failAfter:
+		if _, err := f.DynamoDB.UpdateItem(ctx, in, o...); err != nil {
+			return nil, err
+		}
+		return nil, lost()
 	}
 	return f.DynamoDB.UpdateItem(ctx, in, o...)
 }

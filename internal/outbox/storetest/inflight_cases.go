@@ -268,6 +268,6 @@ var _ = register("FenceRowStaysUnderOneKBForABatchOf25", func(ctx context.Contex
 	require.NoError(t, err)
 	require.Equal(t, 75, r.Claimed)
 	require.Equal(t, 25, maxEntries, "a batch's entries; the batch before it went in the same claim")
-	require.LessOrEqual(t, maxSize, 1024, "the claim transaction's fence item stays at 2 write units")
+	require.LessOrEqual(t, maxSize, 1024, "the claim's fence update stays at 1 write unit")
 	require.Empty(t, tb.inflight(t, 0))
 })
