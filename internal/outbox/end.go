@@ -37,10 +37,10 @@ func (e *Engine) retentionOf(kind string) time.Duration {
 // reason, ended time and TTL; the payload and the due index keys go. The
 // ending is then recorded in the retention journal of ctx (a batch's), or
 // in a journal item of its own (design.md §3.6). The ended hook's items and
-// the lane's items (the relink of a member ending out of order, design.md
-// §7.3, or the tail cleanup when this action is its lane's tail) go in the
-// same transaction; with none of them the end is a single conditional
-// UpdateItem. An action with an idempotency key has its record stripped and
+// the relink of a lane member ending out of order (design.md §7.3) go in
+// the same transaction; with none of them the end is a single conditional
+// UpdateItem. The lane tail of the lane's last live member is deleted after
+// the end lands (design.md §3.4). An action with an idempotency key has its record stripped and
 // given its TTL just before (design.md §3.5). A refused condition comes back
 // as an error for which isCondFailed is true.
 func (e *Engine) end(ctx context.Context, a *Action, p endParams) (_ *Action, err error) {
@@ -52,7 +52,7 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (_ *Action, er
 	if err != nil {
 		return nil, err
 	}
-	lane := &endLane{a: a, inOrder: p.InOrder, items: hooks, hooks: len(hooks), tailAt: -1, relinkAt: -1}
+	lane := &endLane{a: a, inOrder: p.InOrder, items: hooks, hooks: len(hooks), relinkAt: -1}
 	if err := e.endLaneItems(ctx, lane, true); err != nil {
 		return nil, err
 	}
@@ -163,16 +163,17 @@ func (e *Engine) endedHookItems(ctx context.Context, a *Action, p endParams) ([]
 }
 
 // endLane is what an end transaction carries besides the action's own
-// write: the hook's items first, then the lane's, with the positions (in
-// the transaction, the action's write being item 0) of the tail delete and
-// of the relink (-1: none).
+// write: the hook's items first, then the relink's, with the relink's
+// position (in the transaction, the action's write being item 0; -1: none);
+// and the lane tail's delete, sent once the end landed (nil: none).
 type endLane struct {
-	a                *Action
-	inOrder          bool
-	items            []types.TransactWriteItem
-	hooks            int
-	tailAt, relinkAt int
-	relinks          int // relinks refused so far
+	a        *Action
+	inOrder  bool
+	items    []types.TransactWriteItem
+	hooks    int
+	relinkAt int
+	relinks  int // relinks refused so far
+	tailDrop *types.Delete
 }
 
 // maxRelinkTries bounds the relinks an end tries before it ends without
@@ -180,11 +181,11 @@ type endLane struct {
 const maxRelinkTries = 8
 
 // endLaneItems (re)builds the lane's items of an end: the relink of a
-// member ending out of order when relink allows it, or else the lane tail
-// cleanup.
+// member ending out of order when relink allows it, or else whether the
+// lane tail goes after the end (the lane's last live member).
 func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) error {
 	a := l.a
-	l.items, l.tailAt, l.relinkAt = l.items[:l.hooks], -1, -1
+	l.items, l.relinkAt, l.tailDrop = l.items[:l.hooks], -1, nil
 	if a.LaneKey == "" {
 		return nil
 	}
@@ -218,19 +219,31 @@ func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) erro
 			return err
 		}
 	}
-	l.tailAt = len(l.items) + 1
-	l.items = append(l.items, e.laneTailDelete(lid, a.Partition, a.Seq))
+	// The tail goes after the end, outside its transaction (ADR 0013):
+	// until then it names an ended member, which an enqueue links behind
+	// as behind any ended member (the claim's walk passes it).
+	l.tailDrop = e.laneTailDelete(lid, a.Partition, a.Seq).Delete
 	return nil
 }
 
-// endSend sends the end: one conditional UpdateItem without other items,
-// else a transaction, tried again when a neighbour's links moved (a fresh
-// relink, then none) or the lane tail moved on (without the cleanup).
-// writeErr is the write's own failure; err a failure to build the lane's
-// items again.
+// endSend sends the end, then deletes the lane tail when the end landed
+// and the action was its lane's last live member (dropLaneTail). writeErr
+// is the write's own failure; err a failure to build the lane's items
+// again.
 func (e *Engine) endSend(ctx context.Context, w endWrite, l *endLane) (writeErr, err error) {
+	writeErr, err = e.endWrite(ctx, w, l)
+	if err == nil && writeErr == nil && l.tailDrop != nil {
+		e.dropLaneTail(ctx, l.tailDrop)
+	}
+	return writeErr, err
+}
+
+// endWrite writes the end: one conditional UpdateItem without other items,
+// else a transaction, tried again when a neighbour's links moved (a fresh
+// relink, then none).
+func (e *Engine) endWrite(ctx context.Context, w endWrite, l *endLane) (writeErr, err error) {
 	a := w.a
-	for try := 0; ; try++ {
+	for {
 		if len(l.items) == 0 {
 			return e.updateSettled(ctx, &dynamodb.UpdateItemInput{
 				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(w.upd),
@@ -242,7 +255,7 @@ func (e *Engine) endSend(ctx context.Context, w endWrite, l *endLane) (writeErr,
 			ConditionExpression: aws.String(w.cond.expr), ExpressionAttributeNames: w.cond.names, ExpressionAttributeValues: w.cond.vals,
 		}}}, l.items...)
 		writeErr = e.transact(ctx, items, e.token())
-		again, err := e.endRetry(ctx, l, writeErr, try)
+		again, err := e.endRetry(ctx, l, writeErr)
 		if err != nil || !again {
 			return writeErr, err
 		}
@@ -251,7 +264,7 @@ func (e *Engine) endSend(ctx context.Context, w endWrite, l *endLane) (writeErr,
 
 // endRetry decides whether a cancelled end transaction whose own guard held
 // is tried again, and rebuilds its lane's items for that.
-func (e *Engine) endRetry(ctx context.Context, l *endLane, writeErr error, try int) (bool, error) {
+func (e *Engine) endRetry(ctx context.Context, l *endLane, writeErr error) (bool, error) {
 	reasons, ok := cancelReasons(writeErr)
 	if !ok || len(reasons) == 0 || reasons[0] == "ConditionalCheckFailed" {
 		return false, nil
@@ -267,29 +280,8 @@ func (e *Engine) endRetry(ctx context.Context, l *endLane, writeErr error, try i
 		// relinks existed (the member keeps its prev and the lane walk
 		// follows it).
 		return true, e.endLaneItems(ctx, l, false)
-	case try < 3:
-		// The lane tail moved on (a new action joined the lane): end
-		// without the cleanup.
-		return l.dropRefusedTail(reasons), nil
 	}
 	return false, nil
-}
-
-// dropRefusedTail drops the tail delete when the transaction refused it;
-// false when there was none to drop.
-func (l *endLane) dropRefusedTail(reasons []string) bool {
-	var keep []types.TransactWriteItem
-	for i, it := range l.items {
-		if i+1 == l.tailAt && reasons[i+1] == "ConditionalCheckFailed" {
-			continue
-		}
-		keep = append(keep, it)
-	}
-	if len(keep) == len(l.items) {
-		return false
-	}
-	l.items, l.tailAt = keep, -1
-	return true
 }
 
 // idemTTLSlack is how much later than its action's row an idempotency

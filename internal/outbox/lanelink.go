@@ -271,3 +271,16 @@ func (e *Engine) laneTailDelete(lid laneID, part int, seq int64) types.TransactW
 		ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(seq)},
 	}}
 }
+
+// dropLaneTail deletes the lane tail after its last live member ended,
+// while it still names that member (d, built by laneTailDelete; design.md
+// §3.4, ADR 0013): a plain conditional DeleteItem, not an item of the
+// end's transaction. Best effort: refused, an enqueue moved the tail on;
+// lost, the tail names an ended member, which the next enqueue links behind
+// and the claim's walk passes.
+func (e *Engine) dropLaneTail(ctx context.Context, d *types.Delete) {
+	_, _ = e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: d.TableName, Key: d.Key, ConditionExpression: d.ConditionExpression,
+		ExpressionAttributeNames: d.ExpressionAttributeNames, ExpressionAttributeValues: d.ExpressionAttributeValues,
+	})
+}

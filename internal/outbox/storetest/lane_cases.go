@@ -2,11 +2,14 @@ package storetest
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/outbox"
@@ -150,4 +153,70 @@ var _ = register("RelinkMeetsAConcurrentAppend", func(ctx context.Context, t *te
 	// The next append goes behind n.
 	x := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
 	require.Equal(t, n.Seq, x.PrevSeq)
+})
+
+// The lane tail of a lane's last live member goes after that member's end,
+// not in its transaction (design.md §3.4, ADR 0013).
+
+// countTransacts counts the transactions sent through it.
+type countTransacts struct {
+	outbox.DynamoDB
+	n atomic.Int64
+}
+
+func (d *countTransacts) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	d.n.Add(1)
+	return d.DynamoDB.TransactWriteItems(ctx, in, o...)
+}
+
+// isLaneTail tells a lane tail's key (either layout: in its lane's
+// partition, or a row of its own).
+func isLaneTail(key map[string]types.AttributeValue) bool {
+	return strings.HasPrefix(str(key, "sk"), "L#") || strings.HasPrefix(str(key, "pk"), "L#")
+}
+
+var _ = register("LaneLastEndIsAPlainWriteAndTheTailGoes", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	res, _, _ := tb.claim(t, 0, 10)
+	require.Equal(t, [][]string{{a.ID}}, ids(res))
+	db := &countTransacts{DynamoDB: tb.b.DB}
+	e2, err := outbox.New(db, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
+	require.NoError(t, err)
+	_, err = e2.AttemptFinish(ctx, res.Groups[0][0], outbox.Done("x"))
+	require.NoError(t, err)
+	require.Zero(t, db.n.Load(), "the last member's end is no transaction")
+	// The tail went: the next member starts the lane again.
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	require.Zero(t, b.PrevSeq)
+})
+
+var _ = register("LaneTailLeftAfterTheEndIsLinkedBehind", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	res, _, _ := tb.claim(t, 0, 10)
+	// The process dies between the end and the tail's delete.
+	e2, f := tb.faulty(t)
+	f.rule = func(op string, k map[string]types.AttributeValue) fault {
+		if op == "DeleteItem" && isLaneTail(k) {
+			return failBefore
+		}
+		return noFault
+	}
+	got, err := e2.AttemptFinish(ctx, res.Groups[0][0], outbox.Done("x"))
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateDONE, got.State)
+	// The tail names the ended a: the next member links behind it and is
+	// not held by it.
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	require.Equal(t, a.Seq, b.PrevSeq)
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	res, _, _ = tb.claim(t, 0, 10)
+	require.Equal(t, [][]string{{b.ID, c.ID}}, ids(res))
+	for _, x := range res.Groups[0] {
+		_, err := tb.e.AttemptFinish(ctx, x, outbox.Done("x"))
+		require.NoError(t, err)
+	}
+	d := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	require.Zero(t, d.PrevSeq, "c's end deleted the tail")
 })
