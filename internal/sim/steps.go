@@ -305,28 +305,37 @@ func (w *world) admitOrCancel() {
 	r := rs[w.rng.IntN(len(rs))]
 	h := w.hosts[w.rng.IntN(3)]
 	p := w.newProc("api", h)
+	// The API addresses an action by the id its row holds (a global id
+	// since 982bfa7); r.id is the simulator's own <p>-<seq> label.
+	id := str(r.item, "id")
+	if id == "" {
+		id = r.id
+	}
 	var err error
 	op := "cancel"
 	if state(r.item) == outbox.StatePROPOSED && w.rng.IntN(4) > 0 {
 		op = "admit"
-		_, err = h.eng.Admit(p.ctx(), r.id)
+		_, err = h.eng.Admit(p.ctx(), id)
 	} else if state(r.item) == outbox.StateADMITTED && w.rng.IntN(3) > 0 {
 		op = "cancel"
-		_, err = h.eng.Cancel(p.ctx(), r.id)
+		_, err = h.eng.Cancel(p.ctx(), id)
 	} else if state(r.item) == outbox.StatePROPOSED {
-		_, err = h.eng.Cancel(p.ctx(), r.id)
+		_, err = h.eng.Cancel(p.ctx(), id)
 	} else {
 		return
 	}
 	if err != nil {
 		var te *outbox.TransitionError
 		if errors.As(err, &te) {
+			w.res.Ops[op+" refused"]++
 			w.tracef(p, "%s %s: refused (%s)", op, r.id, te.From)
 			return
 		}
+		w.res.Ops[op+" error"]++
 		w.tracef(p, "%s %s: error %s", op, r.id, shortErr(err))
 		return
 	}
+	w.res.Ops[op+" done"]++
 	w.tracef(p, "%s %s", op, r.id)
 }
 
