@@ -311,9 +311,12 @@ func TestEndlessBodyIsCutByOverallTimeout(t *testing.T) {
 	t.Parallel()
 	// The receiver accepts (200) and then never finishes the body: the answer
 	// is known, so the attempt is Done once the overall timeout cuts the read.
+	// The timeouts leave the headers (sent at once) seconds to arrive: with
+	// 100 ms a loaded machine (make test with load ~25) sometimes saw the
+	// header timeout first and answered Retry.
 	b := setup(t, func(o *webhook.Options) {
-		o.Timeout = 200 * time.Millisecond
-		o.ResponseHeaderTimeout = 100 * time.Millisecond
+		o.Timeout = 2 * time.Second
+		o.ResponseHeaderTimeout = 2 * time.Second
 		o.MaxResponseBody = 1 << 20
 	})
 	release := make(chan struct{})
