@@ -21,28 +21,31 @@ type candidate struct {
 }
 
 // dueCandidates reads due rows of a partition from the due index, oldest
-// first, keeping those this build decodes and may claim now.
-func (e *Engine) dueCandidates(ctx context.Context, p int, now time.Time, want int) ([]candidate, error) {
+// first (after the sort key after, when set), keeping those this build
+// decodes and may claim now. marks are every row read, in index order.
+func (e *Engine) dueCandidates(ctx context.Context, p int, now time.Time, want int, after string) ([]candidate, []dueMark, error) {
 	var out []candidate
-	q := dueQuery{partition: p, before: now.Add(time.Millisecond), maxPages: 20,
+	var marks []dueMark
+	q := dueQuery{partition: p, before: now.Add(time.Millisecond), after: after, maxPages: 20,
 		pageSize: func(page int) int { return pageLimit(page, want) }}
 	err := e.eachDuePage(ctx, q, func(rows []dueRow) bool {
 		for _, r := range rows {
-			ad, ok := e.reg.Decodes(r.a.Kind, r.a.Variant)
-			if !ok {
-				continue // rolling upgrade: not ours to touch
+			m := dueMark{seq: r.a.Seq, due: r.due, sk: timeSK(r.due, r.a.Seq)}
+			if ad, ok := e.reg.Decodes(r.a.Kind, r.a.Variant); ok { // else rolling upgrade: not ours to touch
+				c := candidate{a: r.a, class: ad.Spec().Class, due: r.due}
+				if claimable(c, now) {
+					out = append(out, c)
+					m.kept = true
+				}
 			}
-			c := candidate{a: r.a, class: ad.Spec().Class, due: r.due}
-			if claimable(c, now) {
-				out = append(out, c)
-			}
+			marks = append(marks, m)
 		}
 		return len(out) < 2*want
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, marks, nil
 }
 
 // pageLimit sizes the due index pages a claim reads: the first page fits a
@@ -153,9 +156,12 @@ func (e *Engine) prefetch(ctx context.Context, r *claimRun, groups [][]candidate
 	now := e.clk.Now()
 	_, err := e.readRows(ctx, rowsRead{
 		keys:       pf.keys,
-		projection: "sk, #st, #ttl, #wsa, #xa, #prev",
-		names:      map[string]string{"#st": attrState, "#ttl": attrTTL, "#wsa": attrWrite, "#xa": attrExpires, "#prev": attrPrev},
+		projection: "sk, #st, #ttl, #wsa, #xa, #prev, #lx",
+		names:      map[string]string{"#st": attrState, "#ttl": attrTTL, "#wsa": attrWrite, "#xa": attrExpires, "#prev": attrPrev, "#lx": attrLease},
 	}, func(seq int64, it map[string]types.AttributeValue) {
+		if st := State(getS(it, attrState)); st == StateEXECUTING && getMs(it, attrLease).After(now) {
+			r.leaseOf[seq] = getMs(it, attrLease)
+		}
 		if c, ok := pf.reclaim[seq]; ok && !reclaimable(c, it, now) {
 			skip[seq] = true
 		}
@@ -250,16 +256,20 @@ func (e *Engine) unblockedGroups(ctx context.Context, r *claimRun, cands []candi
 		if err := e.prefetch(ctx, r, groups); err != nil {
 			return nil, err
 		}
-		var bad map[int64]bool
+		var bad map[int64]int64
 		groups, bad = dropBlocked(groups, r.live, r.skip)
 		if len(bad) == 0 {
 			return groups, nil
 		}
 		rest := cands[:0:0]
 		for _, c := range cands {
-			if !bad[c.a.Seq] {
+			pred, dropped := bad[c.a.Seq]
+			if !dropped {
 				rest = append(rest, c)
 				continue
+			}
+			if u, ok := r.untilOf(pred); ok {
+				r.blockedUntil[c.a.Seq] = u
 			}
 			// A dropped candidate waits in its lane (blocked, or a reclaim
 			// not to be taken now): it is live, so a group that starts
@@ -275,21 +285,22 @@ func (e *Engine) unblockedGroups(ctx context.Context, r *claimRun, cands []candi
 
 // dropBlocked removes from groups those whose head's predecessor is live
 // (the lane is blocked) and, in a group, a member in skip with the members
-// behind it (they stay in their lane). bad names every candidate removed.
-func dropBlocked(groups [][]candidate, live, skip map[int64]bool) (kept [][]candidate, bad map[int64]bool) {
-	bad = map[int64]bool{}
+// behind it (they stay in their lane). bad names every candidate removed,
+// with the live predecessor that blocks its group (0: a member not taken).
+func dropBlocked(groups [][]candidate, live, skip map[int64]bool) (kept [][]candidate, bad map[int64]int64) {
+	bad = map[int64]int64{}
 	kept = groups[:0]
 	for _, g := range groups {
 		if live[g[0].a.PrevSeq] {
 			for _, c := range g {
-				bad[c.a.Seq] = true
+				bad[c.a.Seq] = g[0].a.PrevSeq
 			}
 			continue
 		}
 		for i, c := range g {
 			if skip[c.a.Seq] {
 				for _, d := range g[i:] {
-					bad[d.a.Seq] = true
+					bad[d.a.Seq] = 0
 				}
 				g = g[:i]
 				break

@@ -187,6 +187,10 @@ type claimRun struct {
 	// reclaims: in-flight entries whose lease is over (design.md §3.3).
 	renew    map[int64]time.Time
 	reclaims []candidate
+	// leaseOf: rows read EXECUTING out of due under a running lease (their
+	// lease end); blockedUntil: dropped candidates waiting for such a lease
+	// (when it ends) — what a blocked run is remembered by (blockedrun.go).
+	leaseOf, blockedUntil map[int64]time.Time
 }
 
 // claimStart fixes the claim's time and lease, reads the fence when the
@@ -196,7 +200,7 @@ func (e *Engine) claimStart(ctx context.Context, p int, cp ClaimParams) (*claimR
 	r := &claimRun{
 		p: p, cp: cp, now: now, lx: now.Add(e.cfg.Lease), limit: cp.Limit, h: cp.hold,
 		fetched: map[int64]bool{}, live: map[int64]bool{}, skip: map[int64]bool{},
-		renew: map[int64]time.Time{},
+		renew: map[int64]time.Time{}, leaseOf: map[int64]time.Time{}, blockedUntil: map[int64]time.Time{},
 	}
 	if r.limit <= 0 {
 		r.limit = e.cfg.BatchSize
@@ -222,7 +226,9 @@ func (e *Engine) claimStart(ctx context.Context, p int, cp ClaimParams) (*claimR
 // selects again without them, so blocked lanes never crowd out claimable
 // work. When every candidate read is blocked, it reads a wider window of
 // the due index: blocked lanes at its front must not starve the claimable
-// rows behind them.
+// rows behind them. A blocked run at the front that the fence row
+// remembers is not read again before its lease ends (ADR 0012 part 3); one
+// found reading from the front is remembered.
 func (e *Engine) claimChoose(ctx context.Context, r *claimRun) ([][]candidate, error) {
 	if r.cp.OnlyID != "" {
 		cands, err := e.onlyCandidate(ctx, r)
@@ -231,8 +237,12 @@ func (e *Engine) claimChoose(ctx context.Context, r *claimRun) ([][]candidate, e
 		}
 		return e.unblockedGroups(ctx, r, cands)
 	}
+	after := ""
+	if b, ok := r.h.blocked(r.now); ok {
+		after = b.sk
+	}
 	for window := r.limit; ; window *= 8 {
-		cands, err := e.dueCandidates(ctx, r.p, r.now, window)
+		cands, marks, err := e.dueCandidates(ctx, r.p, r.now, window, after)
 		if err != nil {
 			return nil, err
 		}
@@ -242,6 +252,9 @@ func (e *Engine) claimChoose(ctx context.Context, r *claimRun) ([][]candidate, e
 			return nil, err
 		}
 		if len(groups) > 0 || read < 2*window || window >= maxClaimWindow {
+			if after == "" {
+				e.rememberBlockedRun(r, marks)
+			}
 			return groups, nil
 		}
 	}
@@ -304,7 +317,8 @@ func claimEntries(r *claimRun, groups [][]candidate) (map[int64]time.Time, []int
 // of one that never got an answer, name actions no update will claim: they
 // are stale, and only ever make a reclaim wait (inflightRow).
 func (e *Engine) claimFenceWrite(ctx context.Context, r *claimRun, set map[int64]time.Time, rm []int64) error {
-	upd, names, vals := fenceUpdate(r.h, set, rm)
+	bw := r.h.blkPending()
+	upd, names, vals := fenceUpdate(r.h, set, rm, bw)
 	in := &dynamodb.UpdateItemInput{
 		TableName:                 e.table(),
 		Key:                       key(partitionPK(r.p), skFence),
@@ -317,6 +331,7 @@ func (e *Engine) claimFenceWrite(ctx context.Context, r *claimRun, set map[int64
 	for try := 0; try < 5; try++ {
 		if _, err = e.db.UpdateItem(ctx, in); err == nil {
 			r.h.wrote(set, rm)
+			r.h.wroteBlk(bw)
 			return nil
 		}
 		if isCondFailed(err) {

@@ -86,7 +86,9 @@ func (e *Engine) fenceTake(ctx context.Context, p int, owner string, until time.
 		}
 		return nil, fmt.Errorf("error taking claim fence of partition %d: %w", p, err)
 	}
-	return newFenceHold(p, owner, getN(out.Attributes, attrClaimVersion), decodeInflight(out.Attributes)), nil
+	h := newFenceHold(p, owner, getN(out.Attributes, attrClaimVersion), decodeInflight(out.Attributes))
+	h.blk = decodeBlocked(out.Attributes)
+	return h, nil
 }
 
 // fenceRetake takes the fence again for the same holder (a long drain: a
@@ -104,32 +106,37 @@ func (e *Engine) fenceRetake(ctx context.Context, h *fenceHold, until time.Time)
 	if nh.version != h.version+1 {
 		h.settled, h.looked = map[int64]bool{}, map[int64]bool{}
 	}
-	h.version, h.inf = nh.version, nh.inf
+	h.version, h.inf, h.blk = nh.version, nh.inf, nh.blk
 	return nil
 }
 
 // fenceRelease ends the hold's lease on the fence and removes the entries
-// it saw settle, in one write conditioned on still holding the fence.
+// it saw settle (and writes the blocked run it found or dropped), in one
+// write conditioned on still holding the fence.
 func (e *Engine) fenceRelease(ctx context.Context, h *fenceHold) error {
-	upd := "SET #olx = :now"
 	names := map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#olx": attrFenceLease}
+	vals := map[string]types.AttributeValue{":v": avN(h.version), ":o": avS(h.owner), ":now": avMs(e.clk.Now())}
+	set, rmParts := []string{"#olx = :now"}, []string(nil)
 	rm := h.removable(nil)
 	if len(rm) > 0 {
-		upd += " REMOVE " + infPaths(rm, "#r", names)
+		rmParts = append(rmParts, infPaths(rm, "#r", names))
 	}
+	bw := h.blkPending()
+	set, rmParts = bw.render(set, rmParts, names, vals)
 	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 e.table(),
 		Key:                       key(partitionPK(h.p), skFence),
-		UpdateExpression:          aws.String(upd),
+		UpdateExpression:          aws.String(joinUpdate(set, rmParts)),
 		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
 		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":v": avN(h.version), ":o": avS(h.owner), ":now": avMs(e.clk.Now())},
+		ExpressionAttributeValues: vals,
 	})
 	if err != nil && !isCondFailed(err) {
 		return fmt.Errorf("error releasing claim fence of partition %d: %w", h.p, err)
 	}
 	if err == nil {
 		h.wrote(nil, rm)
+		h.wroteBlk(bw)
 	}
 	return nil
 }
@@ -160,13 +167,15 @@ func (e *Engine) readFenceHold(ctx context.Context, p int, owner string, version
 	if err != nil {
 		return nil, fmt.Errorf("error reading claim fence of partition %d: %w", p, err)
 	}
-	return newFenceHold(p, owner, version, decodeInflight(out.Item)), nil
+	h := newFenceHold(p, owner, version, decodeInflight(out.Item))
+	h.blk = decodeBlocked(out.Item)
+	return h, nil
 }
 
 // fenceUpdate renders a fence write's update expression (a claim's fence
 // update, design.md §5 step 4, or the holder's lone map write): set entries,
-// then removals.
-func fenceUpdate(h *fenceHold, set map[int64]time.Time, rm []int64) (string, map[string]string, map[string]types.AttributeValue) {
+// then removals, and the blocked run's write bw.
+func fenceUpdate(h *fenceHold, set map[int64]time.Time, rm []int64, bw blkWrite) (string, map[string]string, map[string]types.AttributeValue) {
 	names := map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#inf": attrInflight}
 	vals := map[string]types.AttributeValue{":v": avN(h.version), ":o": avS(h.owner)}
 	seqs := make([]int64, 0, len(set))
@@ -174,21 +183,17 @@ func fenceUpdate(h *fenceHold, set map[int64]time.Time, rm []int64) (string, map
 		seqs = append(seqs, seq)
 	}
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
-	upd := ""
+	var setParts, rmParts []string
 	for i, seq := range seqs {
 		n, v := "#s"+strconv.Itoa(i), ":s"+strconv.Itoa(i)
 		names[n], vals[v] = infName(seq), avMs(set[seq])
-		if i == 0 {
-			upd = "SET "
-		} else {
-			upd += ", "
-		}
-		upd += "#inf." + n + " = " + v
+		setParts = append(setParts, "#inf."+n+" = "+v)
 	}
 	if len(rm) > 0 {
-		upd += " REMOVE " + infPaths(rm, "#r", names)
+		rmParts = append(rmParts, infPaths(rm, "#r", names))
 	}
-	return upd, names, vals
+	setParts, rmParts = bw.render(setParts, rmParts, names, vals)
+	return joinUpdate(setParts, rmParts), names, vals
 }
 
 // fitFence bounds a claim's fence write so that its update expression stays
@@ -232,10 +237,11 @@ func fitFence(h *fenceHold, claimed, renew map[int64]time.Time, rm []int64) (map
 // entries again.
 func (e *Engine) inflightWrite(ctx context.Context, h *fenceHold, renew map[int64]time.Time) error {
 	set, rm := fitFence(h, nil, renew, h.removable(renew))
-	if len(set) == 0 && len(rm) == 0 {
+	bw := h.blkPending()
+	if len(set) == 0 && len(rm) == 0 && bw.set == nil && !bw.drop {
 		return nil
 	}
-	upd, names, vals := fenceUpdate(h, set, rm)
+	upd, names, vals := fenceUpdate(h, set, rm, bw)
 	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 e.table(),
 		Key:                       key(partitionPK(h.p), skFence),
@@ -251,5 +257,6 @@ func (e *Engine) inflightWrite(ctx context.Context, h *fenceHold, renew map[int6
 		return fmt.Errorf("error updating in-flight map of partition %d: %w", h.p, err)
 	}
 	h.wrote(set, rm)
+	h.wroteBlk(bw)
 	return nil
 }

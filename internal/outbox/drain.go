@@ -254,6 +254,13 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[st
 		if rep.Settled {
 			p.hold.settle(g[i].Seq)
 		}
+		if rep.Settled && !rep.Ended {
+			// Back in due (a release inside the attempt, a retry, a
+			// deferral, a Reread), perhaps at its old due time: a blocked run
+			// remembered past it must go (ADR 0012 part 3). On the safe side:
+			// its claim-time due time, which is never later than where it went.
+			p.hold.releasedAt(timeSK(dueOrNow(g[i], e.clk.Now()), g[i].Seq))
+		}
 		if err != nil {
 			_ = e.releaseRest(context.WithoutCancel(ctx), g[i+1:], p.hold, res)
 			return err
@@ -289,6 +296,9 @@ func (e *Engine) releaseRest(ctx context.Context, rest []Action, h *fenceHold, r
 		}
 		if settled {
 			h.settle(rest[i].Seq)
+			// Back in due, perhaps at its old due time: a blocked run
+			// remembered past it must go (ADR 0012 part 3).
+			h.releasedAt(timeSK(dueOrNow(rest[i], e.clk.Now()), rest[i].Seq))
 		}
 		res.Released++
 	}

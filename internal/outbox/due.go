@@ -27,6 +27,20 @@ func timeSK(t time.Time, seq int64) string {
 	return fmt.Sprintf("%013d#%020d", ms, seq)
 }
 
+// maxSeq is the largest seq a due sort key can hold (20 digits).
+const maxSeq = int64(1<<63 - 1)
+
+// nextSK is the smallest due sort key after sk: the same time, the next seq.
+func nextSK(sk string) string {
+	ms, seq, ok := strings.Cut(sk, "#")
+	n, err1 := strconv.ParseInt(ms, 10, 64)
+	s, err2 := strconv.ParseInt(seq, 10, 64)
+	if !ok || err1 != nil || err2 != nil || s == maxSeq {
+		return sk + "\x00"
+	}
+	return timeSK(time.UnixMilli(n), s+1)
+}
+
 // dueTime reads the due time a row has in the due index from its sort key,
 // so that decisions do not depend on which attributes the index projects.
 func dueTime(it map[string]types.AttributeValue) time.Time {
@@ -55,6 +69,9 @@ type dueQuery struct {
 	partition int
 	// before, when set, reads only rows due before it; else the whole index.
 	before time.Time
+	// after, when set, reads only rows whose sort key is greater (a claim
+	// past a remembered blocked run, ADR 0012 part 3).
+	after string
 	// pageSize sizes each page (page counts from 0); nil lets DynamoDB size
 	// them (1 MB).
 	pageSize func(page int) int
@@ -68,7 +85,18 @@ func (e *Engine) eachDuePage(ctx context.Context, q dueQuery, fn func(rows []due
 	names := map[string]string{"#dpk": attrDuePK}
 	vals := map[string]types.AttributeValue{":dpk": avS(duePK(q.partition))}
 	cond := "#dpk = :dpk"
-	if !q.before.IsZero() {
+	switch {
+	case q.after != "" && !q.before.IsZero():
+		// BETWEEN is inclusive: from the first key after q.after to the
+		// last key due before q.before.
+		cond += " AND #dsk BETWEEN :from AND :upto"
+		names["#dsk"] = attrDueSK
+		vals[":from"], vals[":upto"] = avS(nextSK(q.after)), avS(timeSK(q.before.Add(-time.Millisecond), maxSeq))
+	case q.after != "":
+		cond += " AND #dsk > :after"
+		names["#dsk"] = attrDueSK
+		vals[":after"] = avS(q.after)
+	case !q.before.IsZero():
 		cond += " AND #dsk < :upto"
 		names["#dsk"] = attrDueSK
 		vals[":upto"] = avS(timeSK(q.before, 0))

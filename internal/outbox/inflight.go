@@ -43,6 +43,12 @@ type fenceHold struct {
 	inf     map[int64]time.Time // the fence row's map, as the holder last read or wrote it
 	settled map[int64]bool      // entries the holder saw settle: removed by its next fence write
 	looked  map[int64]bool      // expired entries read and left alone (not ours to take now)
+
+	// The blocked run at the front of due (blockedrun.go): as on the row,
+	// and what the holder's next fence write sets or removes.
+	blk     blockedRun
+	blkSet  *blockedRun
+	blkDrop bool
 }
 
 func newFenceHold(p int, owner string, version int64, inf map[int64]time.Time) *fenceHold {
@@ -93,6 +99,9 @@ func (h *fenceHold) removable(except map[int64]time.Time) []int64 {
 // with a fence write.
 func (h *fenceHold) pending(renew map[int64]time.Time) bool {
 	if len(renew) > 0 {
+		return true
+	}
+	if w := h.blkPending(); w.set != nil || w.drop {
 		return true
 	}
 	h.mu.Lock()
@@ -239,6 +248,9 @@ func (e *Engine) inflightCandidates(ctx context.Context, r *claimRun) ([]candida
 // as inflightCandidates says; ok when it is a reclaim candidate.
 func (e *Engine) inflightRow(r *claimRun, seq int64, it map[string]types.AttributeValue) (candidate, bool) {
 	h, now := r.h, r.now
+	if State(getS(it, attrState)) == StateEXECUTING && !has(it, attrDuePK) {
+		r.leaseOf[seq] = getMs(it, attrLease)
+	}
 	if it == nil || expiredByTTL(it, now) || State(getS(it, attrState)).Ended() {
 		// Gone or ended: no claim can take it any more. Not marked
 		// fetched: as a lane predecessor it is read again by prefetch,

@@ -101,7 +101,7 @@ func TestFenceWriteExpressionBounded(t *testing.T) {
 	for seq := range claimed {
 		require.Contains(t, set, seq, "every claimed entry is written")
 	}
-	upd, _, _ := fenceUpdate(h, set, rm)
+	upd, _, _ := fenceUpdate(h, set, rm, blkWrite{set: &blockedRun{sk: timeSK(time.UnixMilli(1), 1), until: time.UnixMilli(2)}})
 	require.LessOrEqual(t, len(upd), 4096)
 	require.NotEmpty(t, rm)
 }

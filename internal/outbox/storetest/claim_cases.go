@@ -97,6 +97,52 @@ var _ = register("StrandedLaneBacklogIsReadOncePerClaim", func(ctx context.Conte
 	require.NoError(t, e.FenceRelease(ctx, 0, "reader", v))
 })
 
+var _ = register("StrandedLaneIsReadOncePerLease", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	res, _, _ := tb.claim(t, 0, 1) // stranded: its drainer died, its lease runs
+	require.Equal(t, [][]string{{head.ID}}, ids(res))
+	lease := tb.get(t, head.ID).LeaseExpiresAt
+	var lane []outbox.Action
+	for range 60 {
+		lane = append(lane, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"}))
+	}
+	tb.b.Clock.Advance(2 * time.Minute) // the run is older than the skew bound and the write margin
+	k := tb.enqueue(t, outbox.EnqueueParams{})
+	db := &countingDB{DynamoDB: tb.b.DB, calls: map[string]int{}}
+	e, err := outbox.New(db, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
+	require.NoError(t, err)
+	tb.settled()
+	r, err := e.DrainPartition(ctx, 0, outbox.DrainParams{})
+	require.NoError(t, err)
+	require.Equal(t, 1, r.Ended)
+	require.Equal(t, outbox.StateDONE, tb.get(t, k.ID).State)
+	require.GreaterOrEqual(t, db.snapshot()["Query due items"], 61, "the first drain reads the blocked run")
+	// Later wake-ups read past the run while the head's lease runs: the
+	// fence row remembers it (ADR 0012 part 3).
+	for range 3 {
+		k := tb.enqueue(t, outbox.EnqueueParams{})
+		tb.b.Clock.Advance(time.Second)
+		before := db.snapshot()["Query due items"]
+		tb.settled()
+		r, err := e.DrainPartition(ctx, 0, outbox.DrainParams{})
+		require.NoError(t, err)
+		require.Equal(t, 1, r.Ended)
+		require.Equal(t, outbox.StateDONE, tb.get(t, k.ID).State)
+		require.Equal(t, 1, db.snapshot()["Query due items"]-before, "only the new action is read")
+	}
+	// Once the head's lease is over it is reclaimed, and its lane runs.
+	tb.b.Clock.Set(lease)
+	for range 10 {
+		tb.drain(t)
+		tb.b.Clock.Advance(time.Second)
+	}
+	require.Equal(t, outbox.StateDONE, tb.get(t, head.ID).State)
+	for _, a := range lane {
+		require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
+	}
+})
+
 var _ = register("IndependentLanesPassStrandedHead", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
 	// Lane A's head waits for a retry; its successor is due but blocked.

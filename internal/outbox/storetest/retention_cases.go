@@ -252,7 +252,16 @@ func (c *countingDB) snapshot() map[string]int {
 
 func (c *countingDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	c.count("Query")
-	return c.DynamoDB.Query(ctx, in, o...)
+	out, err := c.DynamoDB.Query(ctx, in, o...)
+	if err == nil {
+		c.mu.Lock()
+		c.calls["Query items"] += len(out.Items)
+		if aws.ToString(in.IndexName) == "due" {
+			c.calls["Query due items"] += len(out.Items)
+		}
+		c.mu.Unlock()
+	}
+	return out, err
 }
 
 func (c *countingDB) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
