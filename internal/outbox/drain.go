@@ -470,11 +470,13 @@ func (e *Engine) makeRowDue(ctx context.Context, a Action, now time.Time) error 
 }
 
 // unexpireReclaimed takes the TTL off the idempotency records of the
-// group's reclaimed keyed actions: an earlier holder may have given a record
-// its TTL (idemExpire, just before its end) and died before the end landed;
-// the action lives on, so its record must stay (design.md §4.2, invariant
-// 6). Best effort, and only reclaims pay it. The key and id come from the
-// rows the drainer read (the due index projects neither).
+// group's reclaimed keyed actions: a holder of a build from before the
+// record's TTL moved after the end (design.md §3.5) gave the record its TTL
+// just before its end and may have died before the end landed; the action
+// lives on, so its record must stay (invariant 6, sim seed 1199). This
+// build never leaves such a TTL; the mend stays for rolling upgrades. Best
+// effort, and only reclaims pay it. The key and id come from the rows the
+// drainer read (the due index projects neither).
 func (e *Engine) unexpireReclaimed(ctx context.Context, g []Action, rows map[int64]map[string]types.AttributeValue) {
 	for _, a := range g {
 		row := rows[a.Seq]

@@ -40,10 +40,11 @@ func (e *Engine) retentionOf(kind string) time.Duration {
 // the relink of a lane member ending out of order (design.md §7.3) go in
 // the same transaction; with none of them the end is a single conditional
 // UpdateItem. The lane tail of the lane's last live member is deleted after
-// the end lands (design.md §3.4). An action with an idempotency key has its record stripped and
-// given its TTL just before (design.md §3.5). A refused condition comes back
-// as an error for which isCondFailed is true.
-func (e *Engine) end(ctx context.Context, a *Action, p endParams) (_ *Action, err error) {
+// the end lands (design.md §3.4). An action with an idempotency key has its
+// record stripped and given its TTL right after the end lands, never before
+// (design.md §3.5). A refused condition comes back as an error for which
+// isCondFailed is true.
+func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, error) {
 	if !p.To.Ended() {
 		return nil, fmt.Errorf("outbox: end to non-terminal state %s", p.To)
 	}
@@ -56,28 +57,20 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (_ *Action, er
 	if err := e.endLaneItems(ctx, lane, true); err != nil {
 		return nil, err
 	}
-	if a.IdempotencyKey != "" {
-		// The record loses its copy of the action and gets its TTL before
-		// the end is written: an end that stands thus never leaves a
-		// payload behind in its record, even when the process dies right
-		// after it. The action's row exists (it was read to decide this
-		// end), so the written-first recovery no longer needs the copy. The
-		// TTL has a slack over the row's, which is taken a little later, so
-		// the record outlives its action's tombstone (design.md §3.5).
-		if err := e.idemExpire(ctx, a, w.expiry.Add(idemTTLSlack+e.cfg.ClockSkew)); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err != nil {
-				// Refused or failed, the action may still be live: its
-				// record must not expire before it does.
-				e.idemUnexpire(context.WithoutCancel(ctx), a)
-			}
-		}()
-	}
 	writeErr, err := e.endSend(ctx, w, lane)
 	if err != nil {
 		return nil, err
+	}
+	if writeErr == nil && a.IdempotencyKey != "" {
+		// The end landed: the action is over for good, and only now does
+		// its record lose its copy of the action and get its TTL (after the
+		// row's, design.md §3.5). Written before the end, a TTL could pass
+		// while the action lived on after a holder died between the two
+		// writes and nothing ran for longer than the TTL (sim seed 1597), or
+		// after a cancel died there (its PROPOSED action is never
+		// reclaimed); the record then expired under a live action and a
+		// resend with the key made a second one (invariant 6).
+		e.idemExpire(context.WithoutCancel(ctx), a, w.expiry.Add(idemTTLSlack+e.cfg.ClockSkew))
 	}
 	// Retention finds ended rows through the journal (design.md §3.6), not
 	// an index entry per row. A failed end is journaled too: its write may
@@ -285,17 +278,21 @@ func (e *Engine) endRetry(ctx context.Context, l *endLane, writeErr error) (bool
 }
 
 // idemTTLSlack is how much later than its action's row an idempotency
-// record expires: the record's TTL is written before the end (which takes
-// its own time and TTL a little later), and a later end by another holder
-// writes it again.
+// record expires, so that the record outlives its action's tombstone
+// whatever order TTL deletes them in (design.md §3.5).
 const idemTTLSlack = time.Hour
 
-// idemExpire gives an ending action's idempotency record its TTL, and
-// removes the copy of the action a written-first record carries (design.md §4.2):
-// an ended action keeps no payload, and neither does its record. It is
-// written just before the end (design.md §4.2, amended). Billed on the record's
-// old size: 1 unit for a 1 KB action.
-func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) error {
+// idemExpire gives an ended action's idempotency record its TTL, and
+// removes the copy of the action a written-first record carries (design.md
+// §4.2): an ended action keeps no payload, and neither does its record. It
+// is written right after the end lands (design.md §3.5), never before: the
+// record must not carry a TTL while its action is live. Billed on the
+// record's old size: 1 unit for a 1 KB action. Throttles and lost answers
+// are tried again (the write is the same every time); if it is lost all the
+// same (the process died between the end and this write), the record keeps
+// no TTL and, if written first, the copy: the lookup of its key, or the
+// erasure of its subject, removes it (design.md §3.5).
+func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) {
 	names := map[string]string{"#ttl": attrTTL, "#id": attrID}
 	// The payload first, under the name every end uses for it.
 	rm := []string{"#pl"}
@@ -306,28 +303,24 @@ func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) er
 			names[rm[len(rm)-1]] = n
 		}
 	}
-	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	// A refused condition: the record names another action, or is gone.
+	_ = e.updateSettled(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 e.table(),
 		Key:                       key(idemPK(a.WorkspaceID, a.IdempotencyKey), skIdem),
 		UpdateExpression:          aws.String("SET #ttl = :ttl REMOVE " + strings.Join(rm, ", ")),
 		ConditionExpression:       aws.String("#id = :id"),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":ttl": avN(expiry.Unix()), ":id": avS(a.ID)},
-	})
-	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("error setting TTL of idempotency record of %s: %w", a.ID, err)
-	}
-	return nil
+	}, nil)
 }
 
-// idemUnexpire takes the TTL off an idempotency record again after the end
-// it was written for did not land (refused, or failed): while its action is
-// live (checked in the same transaction) the record must stay, so that an
-// enqueue with its key finds the action (design.md §11, invariant 6). If the action
-// ended meanwhile, its end wrote the TTL and this changes nothing. The copy
-// of the action does not come back: the action's row exists. Best effort:
-// only a refused or failed end pays it, and if it is lost too the record
-// expires at its action's retention plus idemTTLSlack.
+// idemUnexpire takes the TTL off an idempotency record of a live action:
+// builds from before the record's TTL moved after the end (design.md §3.5)
+// wrote it just before the end, and one that died in between left it on an
+// action that lives on. The transaction checks the action is live (if it
+// ended meanwhile, its end wrote the TTL and this changes nothing). Only a
+// drainer's reclaim pays it (unexpireReclaimed), so that such records are
+// mended during and after a rolling upgrade.
 func (e *Engine) idemUnexpire(ctx context.Context, a *Action) {
 	_ = e.transact(ctx, []types.TransactWriteItem{
 		{ConditionCheck: &types.ConditionCheck{

@@ -506,6 +506,13 @@ func (e *Engine) idemLookup(ctx context.Context, ws, ikey string) (*Action, erro
 	if !expiredByTTL(out.Item, e.clk.Now()) {
 		a, err := e.ActionGet(ctx, id)
 		if err == nil {
+			if a.State.Ended() && (!has(out.Item, attrTTL) || has(out.Item, attrPayload)) {
+				// Its ender died between the end and the record's write
+				// (design.md §3.5): mend the record now.
+				ended := *a
+				ended.WorkspaceID, ended.IdempotencyKey = ws, ikey
+				e.idemExpire(ctx, &ended, a.EndedAt.Add(e.retentionOf(a.Kind)+idemTTLSlack+e.cfg.ClockSkew))
+			}
 			return a, nil
 		}
 		if !errors.Is(err, ErrNotFound) {

@@ -31,61 +31,169 @@ func (f *failIdemExpire) UpdateItem(ctx context.Context, in *dynamodb.UpdateItem
 	return f.DynamoDB.UpdateItem(ctx, in, o...)
 }
 
-// Audit (design.md §4.2 x design.md §3.6): the written-first record carries the
-// action's payload, and only idemExpire (one write right after the end)
-// removes it. When that write is lost, nothing ever retries it: DynamoDB's
-// TTL removes the ended row (and its journal item) but the record has no
-// TTL and keeps the payload for as long as its key is not used again — an
-// ended action whose payload survives it (design.md §3.1, §5.10; design.md §4.2
-// says the copy "goes when the action ends"). Expected: once the action is
-// gone, no copy of its payload is left.
-func TestAuditRecordPayloadOutlivesItsActionWhenIdemExpireIsLost(t *testing.T) {
+// The record's strip and TTL are written right after the end lands
+// (design.md §3.5): when that write is lost (as when the drainer's process
+// dies right after the end's write), the record keeps no TTL and its copy of
+// the payload — never a TTL under a live action (invariant 6), at the price
+// of this residual. The key mends it: a resend while the ended action is
+// retained finds that action and gives the record its TTL and strips it; a
+// resend after TTL removed the row abandons the record (its payload goes)
+// and makes a new action.
+func TestRecordWriteLostAfterTheEndIsMendedByItsKey(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	db := ddblocal.New(ddblocal.WithClock(clk))
 	f := &failIdemExpire{DynamoDB: db}
 	e := newPairEngine(t, f, clk, Config{Table: "ferry", Partitions: 1, Retention: time.Hour})
-
-	r, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: "k1", Payload: []byte(`{"secret":"s3cr3t"}`)})
-	require.NoError(t, err)
-	f.armed = true
-	_, err = e.Sweep(ctx, DrainParams{})
-	require.True(t, err == nil || errors.Is(err, context.Canceled), "%v", err)
-	got, err := e.ActionGet(ctx, r.Action.ID)
-	require.NoError(t, err)
-	// Since the fix (design.md §4.2, amended) the record's write comes before the
-	// end: lost, it keeps the end from being written (the action stays
-	// EXECUTING and is reclaimed after its lease), so no end stands with
-	// its record still carrying the payload.
-	require.Contains(t, []State{StateDONE, StateEXECUTING}, got.State)
-	if got.State == StateDONE {
-		rec, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("ferry"), Key: key(idemPK("ws", "k1"), skIdem), ConsistentRead: aws.Bool(true)})
+	rec := func(ikey string) map[string]types.AttributeValue {
+		t.Helper()
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("ferry"), Key: key(idemPK("ws", ikey), skIdem), ConsistentRead: aws.Bool(true)})
 		require.NoError(t, err)
-		require.False(t, has(rec.Item, attrPayload), "ended, and its record still carries the payload")
+		return out.Item
+	}
+	lose := func(ikey string) string {
+		t.Helper()
+		r, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: ikey, Payload: []byte(`{"secret":"s3cr3t"}`)})
+		require.NoError(t, err)
+		f.armed = true
+		_, err = e.Sweep(ctx, DrainParams{})
+		require.NoError(t, err)
+		require.False(t, f.armed, "the record's write was tried, and lost")
+		got, err := e.ActionGet(ctx, r.Action.ID)
+		require.NoError(t, err)
+		require.Equal(t, StateDONE, got.State, "the end landed before the record's write")
+		it := rec(ikey)
+		require.False(t, has(it, attrTTL), "the record's TTL is written only after the end, and was lost")
+		require.True(t, has(it, attrPayload), "the residual: the copy stays until the key mends it")
+		return r.Action.ID
 	}
 
-	// Later drains, reaps and retention runs; TTL removes the ended row.
+	// A resend while the ended action is retained: the same action, and the
+	// record mended.
+	id := lose("k1")
+	again, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: "k1", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.True(t, again.Existing)
+	require.Equal(t, id, again.Action.ID)
+	it := rec("k1")
+	require.True(t, has(it, attrTTL), "mended: the record expires after its action")
+	require.False(t, has(it, attrPayload), "mended: no copy of an ended action")
+
+	// A resend after TTL removed the ended row: a new action; the old copy
+	// is gone.
+	id = lose("k2")
 	clk.Advance(2 * time.Hour)
 	db.SweepTTL()
-	_, err = e.Sweep(ctx, DrainParams{})
+	_, err = e.ActionGet(ctx, id)
+	require.ErrorIs(t, err, ErrNotFound)
+	again, err = e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: "k2", Payload: []byte(`{"other":1}`)})
 	require.NoError(t, err)
-	_, err = e.Reap(ctx)
-	require.NoError(t, err)
-	_, err = e.Retain(ctx)
-	require.NoError(t, err)
-	clk.Advance(30 * 24 * time.Hour)
-	db.SweepTTL()
-
-	_, err = e.ActionGet(ctx, r.Action.ID)
-	require.ErrorIs(t, err, ErrNotFound, "the action is gone")
-	rec, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("ferry"), Key: key(idemPK("ws", "k1"), skIdem), ConsistentRead: aws.Bool(true)})
-	require.NoError(t, err)
-	require.False(t, rec.Item != nil && has(rec.Item, attrPayload),
-		"the idempotency record still holds the payload of an action that ended and is gone: %v", rec.Item)
+	require.False(t, again.Existing)
+	require.NotEqual(t, id, again.Action.ID)
+	require.NotContains(t, string(getS(rec("k2"), attrPayload)), "s3cr3t")
 }
 
-// failEndWrite fails the end's write of the action row once (after the
-// idempotency record's write that precedes it), as when the claim was lost.
+// dieAtEnd is a process that dies as it sends an action's end: that write
+// and every later call of the process fail before they reach the table.
+type dieAtEnd struct {
+	DynamoDB
+	armed, dead bool
+}
+
+func isEndWrite(k map[string]types.AttributeValue, upd *string) bool {
+	return strings.HasPrefix(getS(k, attrPK), "P#") && strings.Contains(aws.ToString(upd), "#ea = :ea")
+}
+
+func (d *dieAtEnd) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if d.armed && isEndWrite(in.Key, in.UpdateExpression) {
+		d.dead = true
+	}
+	if d.dead {
+		return nil, context.Canceled
+	}
+	return d.DynamoDB.UpdateItem(ctx, in, o...)
+}
+
+func (d *dieAtEnd) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, it := range in.TransactItems {
+		if d.armed && it.Update != nil && isEndWrite(it.Update.Key, it.Update.UpdateExpression) {
+			d.dead = true
+		}
+	}
+	if d.dead {
+		return nil, context.Canceled
+	}
+	return d.DynamoDB.TransactWriteItems(ctx, in, o...)
+}
+
+func (d *dieAtEnd) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if d.dead {
+		return nil, context.Canceled
+	}
+	return d.DynamoDB.PutItem(ctx, in, o...)
+}
+
+func (d *dieAtEnd) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if d.dead {
+		return nil, context.Canceled
+	}
+	return d.DynamoDB.DeleteItem(ctx, in, o...)
+}
+
+// Simulator seed 1597 (on 56c6a6b): a drainer died between the record's TTL
+// write (then written just before the end) and its end; nothing ran for
+// longer than the TTL (the end's time + retention + 1 h), TTL removed the
+// record under the live action, and a resend with the key made a second
+// action (invariant 6). The same with a cancel that dies at its end: its
+// PROPOSED action is never reclaimed, so no reclaim could mend the record.
+// The record's TTL is now written only after an end that landed.
+func TestIdemRecordOutlivesAnOutageAfterItsEnderDied(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		propose bool
+		die     func(ctx context.Context, e *Engine, id string) error
+	}{
+		{"drainer", false, func(ctx context.Context, e *Engine, _ string) error {
+			_, err := e.Sweep(ctx, DrainParams{})
+			return err
+		}},
+		{"cancel", true, func(ctx context.Context, e *Engine, id string) error {
+			_, err := e.Cancel(ctx, id)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+			db := ddblocal.New(ddblocal.WithClock(clk))
+			d := &dieAtEnd{DynamoDB: db}
+			cfg := Config{Table: "ferry", Partitions: 1, Retention: time.Hour}
+			dying := newPairEngine(t, d, clk, cfg)
+			e := newPairEngine(t, db, clk, cfg) // the processes after the outage
+
+			first, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: "k40", Propose: tc.propose, Payload: []byte(`{"n":1}`)})
+			require.NoError(t, err)
+			d.armed = true
+			require.Error(t, tc.die(ctx, dying, first.Action.ID))
+			require.True(t, d.dead, "the process died at the end's write")
+			got, err := e.ActionGet(ctx, first.Action.ID)
+			require.NoError(t, err)
+			require.False(t, got.State.Ended(), "the end did not land: %s", got.State)
+
+			// Nothing runs for 45 hours (the simulator's clock jump); TTL
+			// runs.
+			clk.Advance(45 * time.Hour)
+			db.SweepTTL()
+			again, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", IdempotencyKey: "k40", Propose: tc.propose, Payload: []byte(`{"n":1}`)})
+			require.NoError(t, err)
+			require.Equal(t, first.Action.ID, again.Action.ID, "one action per key while the first is retained")
+			require.True(t, again.Existing)
+		})
+	}
+}
+
+// failEndWrite fails the end's write of the action row once, as when the
+// claim was lost.
 type failEndWrite struct {
 	DynamoDB
 	armed bool
@@ -99,11 +207,11 @@ func (f *failEndWrite) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	return f.DynamoDB.UpdateItem(ctx, in, o...)
 }
 
-// The record's strip and TTL are written before the end (design.md §4.2,
-// amended); when the end then does not land, the action is live, so the
-// record's TTL is taken off again (design.md §11 (invariant 6): a second enqueue with the
+// The record's strip and TTL are written only after an end that landed
+// (design.md §3.5): when the end does not land, the action is live and its
+// record keeps no TTL (design.md §11, invariant 6: a second enqueue with the
 // key returns the action while it is retained). Its end, later, gives the
-// record its TTL again.
+// record its TTL.
 func TestIdemRecordKeepsNoTTLWhileItsActionIsLive(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
@@ -128,7 +236,7 @@ func TestIdemRecordKeepsNoTTLWhileItsActionIsLive(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StateEXECUTING, got.State)
 	require.False(t, has(rec(), attrTTL), "the action is live: its record keeps no TTL")
-	require.False(t, has(rec(), attrPayload), "the action's row exists: the copy is not needed")
+	require.True(t, has(rec(), attrPayload), "the record is written only after an end that landed")
 
 	// Long after the record's TTL would have passed, the key still finds it.
 	clk.Advance(3 * time.Hour)

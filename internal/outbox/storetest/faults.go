@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -40,6 +41,30 @@ type faultyDB struct {
 	mu     sync.Mutex
 	rule   func(op string, key map[string]types.AttributeValue) fault
 	before func(op string, key map[string]types.AttributeValue)
+	// down: the process died (crashFrom); every call fails, transactions
+	// too.
+	down atomic.Bool
+}
+
+// crashFrom makes the engine's process die at the first call the rule
+// picks: that call and every later one, transactions included, fail.
+func (f *faultyDB) crashFrom(at func(op string, key map[string]types.AttributeValue) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rule = func(op string, k map[string]types.AttributeValue) fault {
+		if f.down.Load() || at(op, k) {
+			f.down.Store(true)
+			return failBefore
+		}
+		return noFault
+	}
+}
+
+func (f *faultyDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if f.down.Load() {
+		return nil, errCrashed
+	}
+	return f.DynamoDB.TransactWriteItems(ctx, in, o...)
 }
 
 // errCrashed is what a call of a crashed engine returns.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,4 +56,52 @@ var _ = register("FailedEndOfAKeyedActionKeepsItsRecord", func(ctx context.Conte
 	require.NoError(t, err)
 	require.Equal(t, outbox.StateCANCELLED, tb.get(t, expiring.ID).State)
 	require.Contains(t, tb.record(t, "ws", "expiring"), "ttl")
+})
+
+// An end whose process dies as it sends the end's write leaves a live
+// action, and its record must keep no TTL: no later process mends a PROPOSED
+// action's record (it is never reclaimed), and a TTL there would let TTL
+// remove the record under the live action, so that a resend with the key
+// made a second action (invariant 6; simulator seed 1597 for a drainer).
+// The record's TTL is written only after an end that landed (design.md
+// §3.5); then it comes with that end.
+var _ = register("EndWhoseProcessDiesLeavesItsRecordWithoutTTL", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	atEnd := func(op string, k map[string]types.AttributeValue) bool {
+		return op == "UpdateItem" && strings.HasPrefix(str(k, "sk"), "A#")
+	}
+
+	proposed := tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "proposed", Propose: true})
+	dying, f := tb.faulty(t)
+	f.crashFrom(atEnd)
+	_, err := dying.Cancel(ctx, proposed.ID)
+	require.Error(t, err, "the cancel's process died at its end")
+	require.Equal(t, outbox.StatePROPOSED, tb.get(t, proposed.ID).State)
+	require.NotContains(t, tb.record(t, "ws", "proposed"), "ttl", "a live action's record has no TTL")
+
+	expiring := tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "expiring", ExpiresAt: tb.b.Clock.Now().Add(time.Minute)})
+	tb.b.Clock.Advance(2 * time.Minute)
+	tb.settled()
+	dying, f = tb.faulty(t)
+	f.crashFrom(atEnd)
+	_, _ = dying.Reap(ctx)
+	require.Equal(t, outbox.StateADMITTED, tb.get(t, expiring.ID).State)
+	require.NotContains(t, tb.record(t, "ws", "expiring"), "ttl", "a live action's record has no TTL")
+
+	// A living process ends them, and the records expire with them, after
+	// their rows, keeping no copy of the action.
+	_, err = tb.e.Cancel(ctx, proposed.ID)
+	require.NoError(t, err)
+	_, err = tb.settled().Reap(ctx)
+	require.NoError(t, err)
+	for _, k := range []struct{ key, id string }{{"proposed", proposed.ID}, {"expiring", expiring.ID}} {
+		a := tb.get(t, k.id)
+		require.Equal(t, outbox.StateCANCELLED, a.State)
+		rec := tb.record(t, "ws", k.key)
+		require.Contains(t, rec, "ttl")
+		require.NotContains(t, rec, "pl")
+		ttl, err := strconv.ParseInt(rec["ttl"].(*types.AttributeValueMemberN).Value, 10, 64)
+		require.NoError(t, err)
+		require.Greater(t, ttl, a.EndedAt.Add(tb.cfg.Retention).Unix(), "the record outlives its action's row")
+	}
 })
