@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -51,6 +52,9 @@ func (d *simDB) leave(p *proc, op string, err error) {
 		d.w.tracef(p, "  %s: %s", op, shortErr(err))
 	}
 	d.w.readFeed(p)
+	if err != nil {
+		p.errs++ // after the feed: a debt this very call made counts it
+	}
 }
 
 func shortErr(err error) string {
@@ -114,6 +118,9 @@ func (d *simDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 		return nil, err
 	}
 	in = d.w.breakUpdate(p, in)
+	if pk := str(in.Key, "pk"); strings.HasPrefix(pk, "K#") && strings.Contains(aws.ToString(in.UpdateExpression), "REMOVE #pl") {
+		p.stripTried[pk] = true
+	}
 	out, err := d.db.UpdateItem(ctx, in, o...)
 	d.leave(p, "UpdateItem", err)
 	return out, err

@@ -72,6 +72,7 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 			w.recCopy[pk] = str(c.NewImage, "id")
 		} else {
 			delete(w.recCopy, pk)
+			delete(w.stripOwed, pk)
 		}
 	}
 	if sk == "K" && c.NewImage != nil && has(c.NewImage, "ttl") && has(c.NewImage, "pl") {
@@ -263,11 +264,10 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 			w.violate("ended-shape", []string{id}, "ended action %s has stop reason %q, payload %v, TTL %v", id, str(nw, "sr"), has(nw, "pl"), has(nw, "ttl"))
 			return
 		}
-		if ik := str(nw, "ikey"); ik != "" && w.recCopy["K#"+str(nw, "ws")+"#"+ik] == id {
-			// The record's copy goes before the end (design.md §4.2, amended):
-			// an end never stands while its record keeps the payload.
-			w.violate("ended-shape", []string{id}, "ended action %s: its idempotency record still carries its payload", id)
-			return
+		if rpk := "K#" + str(nw, "ws") + "#" + str(nw, "ikey"); p != nil && str(nw, "ikey") != "" && w.recCopy[rpk] == id {
+			// The record's copy goes right after the end lands (design.md
+			// §3.5): the ending process owes it (settleStrips).
+			w.stripOwed[rpk] = stripDebt{id: id, p: p, errs: p.errs}
 		}
 	}
 	// A write of the process that made an accepted provider call settles it.

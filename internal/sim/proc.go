@@ -44,8 +44,12 @@ type proc struct {
 	// deferred: action id -> the epoch whose provider call answered Defer
 	// (the deferral-bound checker tells a deferral's write from a release).
 	deferred map[string]int64
-	res      *outbox.DrainResult
-	err      error
+	// errs counts the process's calls that failed; stripTried the records
+	// it sent a strip of (the ended-shape checker, world.settleStrips).
+	errs       int
+	stripTried map[string]bool
+	res        *outbox.DrainResult
+	err        error
 }
 
 func procOf(ctx context.Context) *proc {
@@ -55,7 +59,7 @@ func procOf(ctx context.Context) *proc {
 
 func (w *world) newProc(kind string, h *host) *proc {
 	w.nproc++
-	p := &proc{id: w.nproc, kind: kind, host: h, pending: map[*callRec]bool{}, deferred: map[string]int64{}}
+	p := &proc{id: w.nproc, kind: kind, host: h, pending: map[*callRec]bool{}, deferred: map[string]int64{}, stripTried: map[string]bool{}}
 	p.name = fmt.Sprintf("%s%d@%s", kind[:1], w.nproc, h.name)
 	return p
 }
@@ -144,6 +148,36 @@ func (w *world) endProc(p *proc) {
 			c.flagged = "its drainer ended before the outcome was written"
 		}
 	}
+	w.settleStrips(p)
+}
+
+// stripDebt is an ended action whose idempotency record still carried its
+// copy when the end landed, and the process that ended it (errs: its failed
+// calls then).
+type stripDebt struct {
+	id   string
+	p    *proc
+	errs int
+}
+
+// settleStrips judges the strips p owed when it finishes: the engine writes
+// a record's strip right after the end lands (design.md §3.5), so a process
+// that finishes without having sent it broke ended-shape — unless it died,
+// or a call of its failed after the end landed (it may not know the end
+// landed, or the strip itself failed): that record keeps its copy until its
+// key or its subject's erasure mends it (counted, the documented residual).
+func (w *world) settleStrips(p *proc) {
+	for pk, d := range w.stripOwed {
+		if d.p != p {
+			continue
+		}
+		delete(w.stripOwed, pk)
+		if p.killed || p.stripTried[pk] || p.errs > d.errs {
+			w.res.Faults["idem.copy_left"]++
+			continue
+		}
+		w.violate("ended-shape", []string{d.id}, "ended action %s: %s finished and its idempotency record still carries its payload", d.id, p.name)
+	}
 }
 
 // kill ends a drainer at its current protocol point: it never runs another
@@ -170,5 +204,6 @@ func (w *world) runAtomic(kind string, h *host, f func(ctx context.Context, p *p
 		w.tracef(p, "error: %v", err)
 	}
 	p.err = err
+	w.settleStrips(p)
 	return p
 }

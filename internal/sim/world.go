@@ -219,6 +219,10 @@ type world struct {
 	// recCopy: the idempotency records (by pk) that carry a copy of their
 	// action, and that action's id (design.md §4.2).
 	recCopy map[string]string
+	// stripOwed: records (by pk) whose action ended while they still
+	// carried its copy; the ending process owes their strip (design.md §3.5:
+	// written right after the end lands).
+	stripOwed map[string]stripDebt
 	// minted: every action id an enqueue answered, and the row key it
 	// names (ids are never handed out twice, design.md §3.10).
 	minted map[string]string
@@ -292,20 +296,21 @@ type callRec struct {
 
 func newWorld(opt Options) *world {
 	w := &world{
-		opt:      opt,
-		cfg:      simConfig.WithDefaults(),
-		rng:      rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5deece66d)),
-		krng:     rand.New(rand.NewPCG(opt.Seed, 0x6b696c6c)),
-		prng:     rand.New(rand.NewPCG(opt.Seed, 0x70617274)),
-		clk:      clock.NewManual(epoch0),
-		tokens:   map[string]*token{},
-		rows:     map[string]*row{},
-		lanes:    map[string][]string{},
-		fences:   map[int]fenceState{},
-		inflight: map[int]map[int64]bool{},
-		outOfDue: map[string]bool{},
-		recCopy:  map[string]string{},
-		minted:   map[string]string{},
+		opt:       opt,
+		cfg:       simConfig.WithDefaults(),
+		rng:       rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5deece66d)),
+		krng:      rand.New(rand.NewPCG(opt.Seed, 0x6b696c6c)),
+		prng:      rand.New(rand.NewPCG(opt.Seed, 0x70617274)),
+		clk:       clock.NewManual(epoch0),
+		tokens:    map[string]*token{},
+		rows:      map[string]*row{},
+		lanes:     map[string][]string{},
+		fences:    map[int]fenceState{},
+		inflight:  map[int]map[int64]bool{},
+		outOfDue:  map[string]bool{},
+		recCopy:   map[string]string{},
+		stripOwed: map[string]stripDebt{},
+		minted:    map[string]string{},
 		res: &Result{Seed: opt.Seed, Steps: opt.Steps, Faults: map[string]int{}, Actions: map[string]int{},
 			Ops: map[string]int{}},
 	}
