@@ -143,10 +143,12 @@ func newActionsCommand(o *operatorFlags) *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List actions (every workspace unless --workspace), filtered by state, lane, subject or kind; paged",
-		Long: `Lists actions in key order, one page at a time (--limit, then --cursor from
-the previous page). With --subject it reads the subject index, with --lane the
-lane's partition (both need --workspace); otherwise it scans the table, which
-costs what the table holds: it prints the rows it examined and the read units.`,
+		Long: `Lists actions one page at a time (--limit, then --cursor from the previous
+page). With --subject it reads the subject index, with --lane the lane's
+partition (lane order), with --workspace alone the workspace index (oldest
+first): each costs what it lists. Without --workspace it scans the table (key
+order), which costs what the table holds. It prints the rows it examined and
+the read units.`,
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			lp.State = outbox.State(strings.ToUpper(state))

@@ -70,6 +70,7 @@ func TestPermissionsDocCoversTheCalls(t *testing.T) {
 		"ferry status": took(func() { ok(tb.s.Status(tb.ctx, StatusParams{})) }),
 		"ferry actions list": took(func() {
 			ok(tb.s.List(tb.ctx, ListParams{}))
+			ok(tb.s.List(tb.ctx, ListParams{WorkspaceID: "default"}))
 			ok(tb.s.List(tb.ctx, ListParams{WorkspaceID: "default", SubjectID: "s"}))
 			ok(tb.s.List(tb.ctx, ListParams{WorkspaceID: "default", LaneKey: "L"}))
 		}),

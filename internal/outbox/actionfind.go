@@ -47,26 +47,38 @@ type findCursor struct {
 	Key    map[string]string `json:"k"`
 }
 
-// ActionFind lists actions for an operator, in key order: with a subject
-// it reads the subject index (keys only) and the rows it names; with a lane
-// it queries the lane's partition; otherwise it scans the table, which
-// costs what the table holds (the operator asked for every workspace, or
-// for a workspace without an index of its own). Erasure tombstones and
-// rows whose TTL passed are left out.
+// ActionFind lists actions for an operator: with a subject it reads the
+// subject index (keys only) and the rows it names; with a lane it queries
+// the lane's partition (lane order); with a workspace alone it reads the
+// workspace index (keys only, oldest first) and the rows it names, as the
+// API's listing does (design.md §3.11), so it costs what the workspace
+// holds; only a listing of every workspace (or of a table without the
+// workspace index) scans the table, in key order, which costs what the
+// table holds. Erasure tombstones and rows whose TTL passed are left out.
 func (e *Engine) ActionFind(ctx context.Context, p ActionFindParams) (*ActionFindResult, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	source := p.source()
-	start, err := decodeFindCursor(p.Cursor, source)
+	start, source, err := decodeFindCursor(p.Cursor, p.source())
 	if err != nil {
 		return nil, err
 	}
 	res := &ActionFindResult{}
 	now := e.clk.Now()
-	for len(res.Actions) < p.Limit && res.Examined < p.MaxRows {
+	for round := 0; len(res.Actions) < p.Limit && res.Examined < p.MaxRows; round++ {
 		limit := int32(min(p.MaxRows-res.Examined, 1000))
+		if source == findWorkspace && round == 0 {
+			// The index's first round reads what the page needs; later
+			// ones (a filter left some out) read a full batch.
+			limit = min(limit, int32(p.Limit))
+		}
 		items, last, scanned, err := e.findPage(ctx, source, p, start, limit)
+		if source == findWorkspace && isMissingIndex(err) {
+			// A table made before the workspace index, or a stack whose
+			// update still backfills it: scan as before it.
+			source, start = findScan, nil
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -118,8 +130,11 @@ func (p *ActionFindParams) matches(a *Action) bool {
 // findKey is the key a listing of source goes on from after item it.
 func findKey(source string, it map[string]types.AttributeValue) map[string]types.AttributeValue {
 	k := key(getS(it, attrPK), getS(it, attrSK))
-	if source == "subject" {
+	switch source {
+	case findSubject:
 		k[attrSubPK] = avS(getS(it, attrSubPK))
+	case findWorkspace:
+		k[attrWorkspace], k[attrID] = avS(getS(it, attrWorkspace)), avS(getS(it, attrID))
 	}
 	return k
 }
@@ -128,9 +143,11 @@ func findKey(source string, it map[string]types.AttributeValue) map[string]types
 // to go on from (nil at the end) and how many rows it examined.
 func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams, start map[string]types.AttributeValue, limit int32) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, int, error) {
 	switch source {
-	case "subject":
+	case findSubject:
 		return e.findSubjectPage(ctx, p, start, limit)
-	case "lane":
+	case findWorkspace:
+		return e.findWorkspacePage(ctx, p, start, limit)
+	case findLane:
 		part := LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
 		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
 			TableName: e.table(), KeyConditionExpression: aws.String("#pk = :pk AND begins_with(#sk, :a)"),
@@ -162,6 +179,41 @@ func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams
 		return nil, nil, 0, fmt.Errorf("error scanning for actions: %w", err)
 	}
 	return s.Items, s.LastEvaluatedKey, int(s.ScannedCount), nil
+}
+
+// findWorkspacePage reads up to limit entries (at most one BatchGetItem's
+// worth) of the workspace index and the rows they name, in index order.
+// Examined counts the index entries read.
+func (e *Engine) findWorkspacePage(ctx context.Context, p ActionFindParams, start map[string]types.AttributeValue, limit int32) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, int, error) {
+	q, err := e.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: e.table(), IndexName: aws.String(IndexWorkspace),
+		KeyConditionExpression:    aws.String("#ws = :ws"),
+		ExpressionAttributeNames:  map[string]string{"#ws": attrWorkspace},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":ws": avS(p.WorkspaceID)},
+		ExclusiveStartKey:         start, Limit: aws.Int32(min(limit, listPageMax)),
+	})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("error reading the workspace index: %w", err)
+	}
+	keys := make([]map[string]types.AttributeValue, 0, len(q.Items))
+	for _, it := range q.Items {
+		keys = append(keys, key(getS(it, attrPK), getS(it, attrSK)))
+	}
+	rows := map[string]map[string]types.AttributeValue{}
+	// The index is eventually consistent, so are these reads.
+	if _, err := e.readRows(ctx, rowsRead{keys: keys, eventual: true}, func(_ int64, it map[string]types.AttributeValue) {
+		rows[getS(it, attrPK)+"/"+getS(it, attrSK)] = it
+	}); err != nil {
+		return nil, nil, 0, fmt.Errorf("error reading the workspace's actions: %w", err)
+	}
+	var out []map[string]types.AttributeValue
+	for _, it := range q.Items {
+		// A row gone since (deleted) or reused under another id is left out.
+		if row := rows[getS(it, attrPK)+"/"+getS(it, attrSK)]; row != nil && getS(row, attrID) == getS(it, attrID) {
+			out = append(out, row)
+		}
+	}
+	return out, q.LastEvaluatedKey, int(q.ScannedCount), nil
 }
 
 // findSubjectPage reads a page of the subject's index entries and the
@@ -211,37 +263,47 @@ func (e *Engine) findSubjectPage(ctx context.Context, p ActionFindParams, start 
 	return out, q.LastEvaluatedKey, int(q.ScannedCount), nil
 }
 
-// source is where a find reads: the subject index, a lane's partition, or a
-// scan of the table.
+// Where a find reads (a cursor names it).
+const (
+	findSubject   = "subject"   // the subject index
+	findLane      = "lane"      // the lane's partition
+	findWorkspace = "workspace" // the workspace index
+	findScan      = "scan"      // the table: every workspace, or no workspace index
+)
+
+// source is where a find reads.
 func (p ActionFindParams) source() string {
 	switch {
 	case p.SubjectID != "":
-		return "subject"
+		return findSubject
 	case p.LaneKey != "":
-		return "lane"
+		return findLane
+	case p.WorkspaceID != "":
+		return findWorkspace
 	}
-	return "scan"
+	return findScan
 }
 
-// decodeFindCursor reads a find's cursor (nil start when there is none); a
-// cursor of another source is refused.
-func decodeFindCursor(cursor, source string) (map[string]types.AttributeValue, error) {
+// decodeFindCursor reads a find's cursor (nil start when there is none) and
+// the source it goes on reading; a cursor of another source is refused (but
+// a workspace listing that fell back to a scan goes on scanning).
+func decodeFindCursor(cursor, source string) (map[string]types.AttributeValue, string, error) {
 	if cursor == "" {
-		return nil, nil
+		return nil, source, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	var c findCursor
 	if err == nil {
 		err = json.Unmarshal(raw, &c)
 	}
-	if err != nil || c.Source != source || len(c.Key) == 0 {
-		return nil, &ValidationError{Field: "cursor", Message: "malformed cursor, or one of another listing"}
+	if err != nil || (c.Source != source && (source != findWorkspace || c.Source != findScan)) || len(c.Key) == 0 {
+		return nil, "", &ValidationError{Field: "cursor", Message: "malformed cursor, or one of another listing"}
 	}
 	start := map[string]types.AttributeValue{}
 	for k, v := range c.Key {
 		start[k] = avS(v)
 	}
-	return start, nil
+	return start, c.Source, nil
 }
 
 // encodeFindCursor is the cursor that resumes a find of source at start.

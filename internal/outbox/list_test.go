@@ -93,6 +93,24 @@ func TestListingWithoutTheIndexScans(t *testing.T) {
 	}
 	require.Len(t, seen, len(mine))
 	require.NotZero(t, db.Capacity("ferry").Calls["Scan"])
+
+	// The operator's listing of a workspace falls back the same way, and
+	// its cursor pages on by the scan.
+	found := map[string]bool{}
+	cursor = ""
+	for page := 0; page < 10; page++ {
+		r, err := e.ActionFind(ctx, ActionFindParams{WorkspaceID: "mine", Limit: 2, Cursor: cursor})
+		require.NoError(t, err)
+		for _, a := range r.Actions {
+			require.False(t, found[a.ID])
+			require.Equal(t, "mine", a.WorkspaceID)
+			found[a.ID] = true
+		}
+		if cursor = r.NextCursor; cursor == "" {
+			break
+		}
+	}
+	require.Len(t, found, len(mine))
 }
 
 // TestListCursorsAreSealed is issue 13, finding 7: cursors were unsigned
