@@ -37,6 +37,7 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 		{"JournalDropped", BreakDropJournal, []string{"retention-journal"}, 0},
 		{"InflightEntriesLost", BreakInflightLost, []string{"tracking"}, 0},
 		{"DeferralsUnbounded", BreakUnboundedDeferrals, []string{"deferral-bound"}, 120},
+		{"RecordStripSkipped", BreakSkipRecordStrip, []string{"ended-shape"}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

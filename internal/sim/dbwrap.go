@@ -119,6 +119,10 @@ func (d *simDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 	}
 	in = d.w.breakUpdate(p, in)
 	if pk := str(in.Key, "pk"); strings.HasPrefix(pk, "K#") && strings.Contains(aws.ToString(in.UpdateExpression), "REMOVE #pl") {
+		if d.w.opt.Broken&BreakSkipRecordStrip != 0 {
+			d.leave(p, "UpdateItem", nil)
+			return &dynamodb.UpdateItemOutput{}, nil
+		}
 		p.stripTried[pk] = true
 	}
 	out, err := d.db.UpdateItem(ctx, in, o...)

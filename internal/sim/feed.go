@@ -264,7 +264,9 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 			w.violate("ended-shape", []string{id}, "ended action %s has stop reason %q, payload %v, TTL %v", id, str(nw, "sr"), has(nw, "pl"), has(nw, "ttl"))
 			return
 		}
-		if rpk := "K#" + str(nw, "ws") + "#" + str(nw, "ikey"); p != nil && str(nw, "ikey") != "" && w.recCopy[rpk] == id {
+		if rpk := "K#" + str(nw, "ws") + "#" + str(nw, "ikey"); p != nil && str(nw, "ikey") != "" && w.recCopy[rpk] == str(nw, "id") {
+			// (The record names its action by the row's id, not by the
+			// simulator's partition-seq name.)
 			// The record's copy goes right after the end lands (design.md
 			// §3.5): the ending process owes it (settleStrips).
 			w.stripOwed[rpk] = stripDebt{id: id, p: p, errs: p.errs}

@@ -64,6 +64,9 @@ const (
 	// BreakUnboundedDeferrals drops a deferral's count and its bounds from
 	// its write: the row never shows a run of deferrals, so none ends.
 	BreakUnboundedDeferrals
+	// BreakSkipRecordStrip acknowledges the idempotency record's strip and
+	// TTL after an end without writing it (design.md §3.5).
+	BreakSkipRecordStrip
 )
 
 // Options describes one run.
