@@ -16,7 +16,8 @@ type Results struct {
 	Command     string
 	PayloadSize int // payload bytes of a 1 KB action
 	Costs       []Cost
-	StreamCosts []Cost // the stream wake-up runs' costs (informational)
+	Listings    []ListingCost // a workspace's listing among another's actions (issue 13)
+	StreamCosts []Cost        // the stream wake-up runs' costs (informational)
 	Latency     []Latency
 	Throughput  *Throughput
 	Memory      []Memory
@@ -221,6 +222,18 @@ func (r *Results) Markdown(w io.Writer) {
 		p("**%s** (%.2f WRU, %.2f RRU, %.2f calls per action):", c.Workload, c.WRU, c.RRU, c.Calls)
 		p("")
 		BreakdownTable(w, c)
+		p("")
+	}
+	if len(r.Listings) > 0 {
+		p("## Listing a workspace among another's actions")
+		p("")
+		p("The first page of 50 of a workspace holding 100 actions, in a table that also holds %d delivered actions of another workspace (issue 13, finding 3): read units and DynamoDB calls of the one listing call, on a table without the `workspace` index (the scan every listing was before it) and with it (design.md §3.11).", ListingOthers)
+		p("")
+		p("| listing | other actions | page | RRU per call | calls |")
+		p("|---|---:|---:|---:|---:|")
+		for _, l := range r.Listings {
+			p("| %s | %d | %d | %.1f | %d |", l.Listing, l.Others, l.Page, l.RRU, l.Calls)
+		}
 		p("")
 	}
 	p("## Latency: enqueue to provider call, 5 ms per DynamoDB call")
