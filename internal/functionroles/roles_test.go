@@ -49,14 +49,6 @@ var notDeployed = map[string]string{
 var staticOnly = map[string]string{
 	"enqueue dynamodb:Scan": "a listing scans only on a table without the workspace index (made before it, or while a " +
 		"stack update backfills it: list.go, isMissingIndex) or for instance-level actions (library mode); the tests' tables have the index",
-	// Builds from before the idempotency record's TTL moved after the end
-	// (design.md §3.5) take a record's TTL off with a ConditionCheck when a
-	// cancel's or an expiry's end does not land (idemUnexpire); during a
-	// rolling upgrade those builds still run under the new roles. (The
-	// name-based call graph also reaches predecessorCheck from end through
-	// the field a.claim, not a call.)
-	"enqueue dynamodb:ConditionCheckItem": "builds from before the record's TTL moved after the end send it from a cancel whose end fails (idemUnexpire): kept for rolling upgrades",
-	"reaper dynamodb:ConditionCheckItem":  "builds from before the record's TTL moved after the end send it from an expiry whose end fails (idemUnexpire): kept for rolling upgrades",
 }
 
 // entryOf is the engine function a suite request is attributed by: its

@@ -28,10 +28,9 @@ func (f *faultyDB) failActionEnd() {
 	}
 }
 
-// An end that does not land takes the TTL its idempotency record was given
-// off again, in a transaction that checks the action is still live (a
-// ConditionCheck: the enqueue function's cancel and the reaper's expiry
-// both need dynamodb:ConditionCheckItem for it, issue 13).
+// An end that does not land leaves its idempotency record without a TTL:
+// the record gets it only after an end that landed (design.md §3.5). (Builds
+// before wrote it first and took it off again here, with a ConditionCheck.)
 var _ = register("FailedEndOfAKeyedActionKeepsItsRecord", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
 	e, f := tb.faulty(t)
