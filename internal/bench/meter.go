@@ -118,7 +118,7 @@ func rowOf(k map[string]types.AttributeValue) string {
 		return "idempotency record"
 	case strings.HasPrefix(sk, "A#"):
 		return "action"
-	case strings.HasPrefix(sk, "L#"):
+	case strings.HasPrefix(pk, "L#"), strings.HasPrefix(sk, "L#"):
 		return "lane tail"
 	case strings.HasPrefix(sk, "R#"):
 		return "journal"

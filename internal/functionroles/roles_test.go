@@ -42,6 +42,8 @@ var notDeployed = map[string]string{
 	"ActionFind":              "ferry actions list and ferry subjects erase (internal/operator), under the operator's credentials",
 	"ActionNeighbours":        "ferry actions get (internal/operator), under the operator's credentials",
 	"SubjectWorkspaces":       "ferry subjects erase in every workspace (internal/operator), under the operator's credentials",
+	"PartitionsSet":           "a live change of the partition count by hand (ferry dev, tests); deploys change it through the reaper (Reap)",
+	"PartitionLayout":         "tests and ferry dev read the partition map",
 }
 
 // staticOnly are actions a function's code can reach that no run

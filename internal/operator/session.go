@@ -112,6 +112,23 @@ func NewSession(ctx context.Context, db outbox.DynamoDB, clk clock.Clock, t Targ
 		}
 		return nil, classify(fmt.Errorf("error reading table %q%s: %w", t.Table, where(t), err))
 	}
+	// The partition map, once a reaper recorded a count in it, says which
+	// partitions hold rows (ADR 0011); the engine reads it itself.
+	layout, err := e.PartitionLayout(ctx)
+	if err != nil {
+		return nil, classify(fmt.Errorf("error reading table %q: %w", t.Table, err))
+	}
+	if !layout.Recorded {
+		if err := checkPartitions(ctx, m, e, t); err != nil {
+			return nil, err
+		}
+	}
+	return &Session{Engine: e, Meter: m, Clock: clk, Target: t, Out: os.Stdout, Err: os.Stderr, In: os.Stdin}, nil
+}
+
+// checkPartitions refuses a table with more partitions than the engine was
+// given (a table whose partition map records no count yet).
+func checkPartitions(ctx context.Context, m *Meter, e *outbox.Engine, t Target) error {
 	// Actions live under P#<partition>; a row of partition N (its seq
 	// counter) means the deployment has more partitions than given.
 	p := e.Partitions()
@@ -123,12 +140,12 @@ func NewSession(ctx context.Context, db outbox.DynamoDB, clk clock.Clock, t Targ
 		ProjectionExpression: aws.String("pk"),
 	})
 	if err != nil {
-		return nil, classify(fmt.Errorf("error reading table %q: %w", t.Table, err))
+		return classify(fmt.Errorf("error reading table %q: %w", t.Table, err))
 	}
 	if len(out.Item) > 0 {
-		return nil, fail(ExitUsage, "table %q has partitions beyond %d: pass the deployment's FERRY_PARTITIONS as --partitions", t.Table, p)
+		return fail(ExitUsage, "table %q has partitions beyond %d: pass the deployment's FERRY_PARTITIONS as --partitions", t.Table, p)
 	}
-	return &Session{Engine: e, Meter: m, Clock: clk, Target: t, Out: os.Stdout, Err: os.Stderr, In: os.Stdin}, nil
+	return nil
 }
 
 func where(t Target) string {

@@ -26,7 +26,7 @@ func (e *Engine) ActionGet(ctx context.Context, id string) (*Action, error) {
 // id made up from another's key (another time or table id) names nothing.
 func (e *Engine) getActionItem(ctx context.Context, id string) (map[string]types.AttributeValue, error) {
 	p, seq, err := ParseActionID(id)
-	if err != nil || p >= e.cfg.Partitions {
+	if err != nil || p >= MaxPartitions {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	it, err := e.getRow(ctx, p, seq)
@@ -59,7 +59,7 @@ func (e *Engine) getRow(ctx context.Context, p int, seq int64) (map[string]types
 // refused by the write's condition with a *TransitionError.
 func (e *Engine) Admit(ctx context.Context, id string) (*Action, error) {
 	p, seq, err := ParseActionID(id)
-	if err != nil || p >= e.cfg.Partitions {
+	if err != nil || p >= MaxPartitions {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	now := e.clk.Now().UTC()

@@ -136,8 +136,8 @@ func (c Config) validateShape() error {
 	switch {
 	case c.Table == "":
 		return fieldRefused("Table", "Table is required (the table's name)")
-	case c.Partitions < 1 || c.Partitions > 4096:
-		return fieldRefused("Partitions", "Partitions must be between 1 and 4096, got %d", c.Partitions)
+	case c.Partitions < 1 || c.Partitions > MaxPartitions:
+		return fieldRefused("Partitions", "Partitions must be between 1 and %d, got %d", MaxPartitions, c.Partitions)
 	}
 	return nil
 }

@@ -96,8 +96,8 @@ func (e *Engine) fenceLease(p DrainParams) time.Time {
 // fence. A fence held by another drainer is not an error: the result counts
 // a fence refusal.
 func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParams) (*DrainResult, error) {
-	if partition < 0 || partition >= e.cfg.Partitions {
-		return nil, &ValidationError{Field: "partition", Message: fmt.Sprintf("partition %d is not in [0, %d)", partition, e.cfg.Partitions)}
+	if partition < 0 || partition >= MaxPartitions {
+		return nil, &ValidationError{Field: "partition", Message: fmt.Sprintf("partition %d is not in [0, %d)", partition, MaxPartitions)}
 	}
 	p = e.drainDefaults(p)
 	res := &DrainResult{}
@@ -310,7 +310,11 @@ func (e *Engine) releaseRest(ctx context.Context, rest []Action, h *fenceHold, r
 // it from starting further partitions; those under way finish.
 func (e *Engine) Sweep(ctx context.Context, p DrainParams) (*DrainResult, error) {
 	p = e.drainDefaults(p)
-	n := e.cfg.Partitions
+	// Every partition that may hold a live row (ADR 0011 §2).
+	_, n, err := e.partitionCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// Start at a random partition so that a deadline does not always starve
 	// the same ones.
 	first := e.intN(n)
@@ -419,7 +423,11 @@ func (e *Engine) Drain(ctx context.Context) error {
 // action (a Reread wait) forward to now.
 func (e *Engine) makeDue(ctx context.Context) error {
 	now := e.clk.Now().UTC()
-	for part := 0; part < e.cfg.Partitions; part++ {
+	_, live, err := e.partitionCounts(ctx)
+	if err != nil {
+		return err
+	}
+	for part := 0; part < live; part++ {
 		var firstErr error
 		err := e.eachDuePage(ctx, dueQuery{partition: part}, func(rows []dueRow) bool {
 			for _, r := range rows {

@@ -199,8 +199,8 @@ func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) erro
 		return nil
 	}
 	lid := laneID{a.WorkspaceID, a.LaneKey}
-	tail, err := e.readTail(ctx, a.Partition, lid)
-	if err != nil || tail != a.Seq {
+	tail, err := e.readTail(ctx, lid)
+	if err != nil || tail.seq != a.Seq || tail.p != a.Partition {
 		return err
 	}
 	if a.PrevSeq != 0 && !l.inOrder {
@@ -215,7 +215,7 @@ func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) erro
 	// The tail goes after the end, outside its transaction (ADR 0013):
 	// until then it names an ended member, which an enqueue links behind
 	// as behind any ended member (the claim's walk passes it).
-	l.tailDrop = e.laneTailDelete(lid, a.Partition, a.Seq).Delete
+	l.tailDrop = e.laneTailDelete(lid, tail).Delete
 	return nil
 }
 

@@ -74,6 +74,7 @@ type Engine struct {
 	tokPre string
 
 	ident  identityCache // the table's identity, once read (ident.go)
+	pmap   mapCache      // the partition map, read again after MapTTL (partmap.go)
 	idRand io.Reader     // where a new table's identity comes from
 }
 
@@ -138,7 +139,7 @@ func (e *Engine) PartitionOf(pk string) (int, bool) {
 			return 0, false
 		}
 		n = n*10 + int(c-'0')
-		if n >= e.cfg.Partitions {
+		if n >= MaxPartitions {
 			return 0, false
 		}
 	}

@@ -219,7 +219,11 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 	}
 	// No successor link is written: an out-of-order end finds its
 	// successor when it needs it (design.md §7.3).
-	return out, lanes.puts(e), nil
+	checks, err := e.aboveCountChecks(ctx, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, append(checks, lanes.puts(e)...), nil
 }
 
 // validEnqueue is what validation learned of one enqueue: its kind's
@@ -265,20 +269,28 @@ type placement struct {
 // and reserves its seq.
 func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) (placement, error) {
 	var pl placement
+	count, _, err := e.partitionCounts(ctx)
+	if err != nil {
+		return pl, err
+	}
 	lid := laneID{p.WorkspaceID, p.LaneKey}
 	if p.LaneKey != "" {
-		pl.part = LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
 		t, seen := lanes.newest[lid]
 		if !seen {
-			var err error
-			if t, err = e.readTail(ctx, pl.part, lid); err != nil {
+			if t, err = e.readLaneTail(ctx, lid, count); err != nil {
 				return pl, err
 			}
 			lanes.read(lid, t)
 		}
-		pl.prev = t
+		// A lane stays in the partition of its live members (its tail's);
+		// a lane without one starts in its partition under the count
+		// (ADR 0011).
+		pl.part, pl.prev = t.p, t.seq
+		if t.seq == 0 {
+			pl.part = LanePartition(p.WorkspaceID, p.LaneKey, count)
+		}
 	} else {
-		pl.part = int(e.spread.Add(1) % uint64(e.cfg.Partitions))
+		pl.part = int(e.spread.Add(1) % uint64(count))
 	}
 	seq, err := e.reserveSeq(ctx, pl.part, pl.prev)
 	if err != nil {
@@ -286,9 +298,33 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 	}
 	pl.seq = seq
 	if p.LaneKey != "" {
-		lanes.newest[lid] = seq
+		lanes.newest[lid] = laneTail{seq: seq, p: pl.part}
 	}
 	return pl, nil
+}
+
+// readLaneTail reads a lane's tail for an enqueue. A tail in a partition
+// at or above the count (the count went down) holds the lane there only
+// while its member is live: the enqueue's link on that member is
+// conditioned on it (successorLinks), so nothing is written behind it once
+// it ended, and a partition above the count empties (ADR 0011 §2). A tail
+// whose member ended there is read as none: the lane starts again under
+// the count, and the tail's move is conditioned on it as read.
+func (e *Engine) readLaneTail(ctx context.Context, lid laneID, count int) (laneTail, error) {
+	t, err := e.readTail(ctx, lid)
+	if err != nil || t.seq == 0 || t.p < count {
+		return t, err
+	}
+	live, err := e.rowLive(ctx, t.p, t.seq)
+	if err != nil || live {
+		return t, err
+	}
+	if t.old {
+		// Not moved: the lane's own item is made (an old row naming an
+		// ended member holds nothing back).
+		return laneTail{}, nil
+	}
+	return laneTail{p: t.p, ended: t.seq}, nil
 }
 
 // newPrepared builds a new action and its items: the action's put and,
@@ -322,21 +358,57 @@ func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now
 	return pr
 }
 
+// rowLive reads with a consistent read whether an action row exists and has
+// not ended.
+func (e *Engine) rowLive(ctx context.Context, p int, seq int64) (bool, error) {
+	it, err := e.readLinks(ctx, p, seq)
+	if err != nil {
+		return false, err
+	}
+	return it != nil && !State(getS(it, attrState)).Ended(), nil
+}
+
+// aboveCountChecks keeps each laned member placed in a partition at or
+// above the count behind a live member (readLaneTail, ADR 0011 §2): a
+// ConditionCheck that its predecessor is still live, whose refusal reads
+// the tail again. Such a partition then empties and can be retired.
+func (e *Engine) aboveCountChecks(ctx context.Context, out []*prepared) ([]types.TransactWriteItem, error) {
+	count, _, err := e.partitionCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inBatch := map[int64]bool{}
+	for _, pr := range out {
+		inBatch[pr.a.Seq] = true
+	}
+	var items []types.TransactWriteItem
+	for _, pr := range out {
+		if pr.a.LaneKey == "" || pr.a.PrevSeq == 0 || pr.a.Partition < count || inBatch[pr.a.PrevSeq] {
+			continue
+		}
+		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName: e.table(), Key: actionKey(pr.a.Partition, pr.a.PrevSeq), ConditionExpression: aws.String(liveCond),
+			ExpressionAttributeNames: map[string]string{"#st": attrState}, ExpressionAttributeValues: liveVals(map[string]types.AttributeValue{}),
+		}})
+	}
+	return items, nil
+}
+
 // laneTails follows the tails of the lanes an enqueue batch names: each as
 // read, and its newest seq once the batch's members are placed.
 type laneTails struct {
-	newest map[laneID]int64
-	old    map[laneID]int64
+	newest map[laneID]laneTail
+	old    map[laneID]laneTail
 	order  []laneID
 }
 
 func newLaneTails() *laneTails {
-	return &laneTails{newest: map[laneID]int64{}, old: map[laneID]int64{}}
+	return &laneTails{newest: map[laneID]laneTail{}, old: map[laneID]laneTail{}}
 }
 
-// read records a lane's tail as read (0: no tail).
-func (l *laneTails) read(lid laneID, seq int64) {
-	l.old[lid], l.newest[lid] = seq, seq
+// read records a lane's tail as read (seq 0: no tail).
+func (l *laneTails) read(lid laneID, t laneTail) {
+	l.old[lid], l.newest[lid] = t, t
 	l.order = append(l.order, lid)
 }
 
@@ -344,7 +416,7 @@ func (l *laneTails) read(lid laneID, seq int64) {
 func (l *laneTails) puts(e *Engine) []types.TransactWriteItem {
 	items := make([]types.TransactWriteItem, 0, len(l.order))
 	for _, lid := range l.order {
-		items = append(items, e.laneTailPut(lid, l.newest[lid], l.old[lid]))
+		items = append(items, e.laneTailPut(lid, l.old[lid], l.newest[lid]))
 	}
 	return items
 }

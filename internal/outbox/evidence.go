@@ -172,7 +172,7 @@ func (e *Engine) DeliveryRecord(ctx context.Context, id string, ev DeliveryEvent
 // there is none to record evidence beside.
 func (e *Engine) evidenceAction(ctx context.Context, id string) (*Action, DeliveryOutcome, error) {
 	p, seq, err := ParseActionID(id)
-	if err != nil || p >= e.cfg.Partitions {
+	if err != nil || p >= MaxPartitions {
 		return nil, DeliveryUnknown, nil
 	}
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: e.table(), Key: actionKey(p, seq), ConsistentRead: aws.Bool(true)})

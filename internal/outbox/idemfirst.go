@@ -317,7 +317,7 @@ func (e *Engine) eraseRecordAction(ctx context.Context, id string) error {
 		return nil
 	}
 	p, seq, err := ParseActionID(id)
-	if err != nil || p < 0 || p >= e.cfg.Partitions {
+	if err != nil || p < 0 || p >= MaxPartitions {
 		return nil // not an action this table's layout can hold
 	}
 	if _, err := e.eraseRow(ctx, partitionPK(p), actionSK(seq)); err != nil {

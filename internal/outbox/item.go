@@ -55,6 +55,7 @@ const (
 	attrFenceLease   = "olx"   // FENCE: holder's lease (Unix ms)
 	attrInflight     = "inf"   // FENCE: seq -> lease expiry (Unix ms) of claimed actions out of due (design.md §3.3)
 	attrTailSeq      = "seq"   // lane tail: the newest live action's seq
+	attrTailPart     = "p"     // lane tail: the partition of the lane's live members (ADR 0011)
 
 	// IndexDue, IndexSubject and IndexWorkspace are the global secondary
 	// indexes (design.md §3.8).
@@ -65,13 +66,21 @@ const (
 	skSeq   = "SEQ"
 	skFence = "FENCE"
 	skIdem  = "K"
+	// skLaneTail is the sort key of a lane's tail, whose pk is the lane's
+	// own (laneTailPK; ADR 0011).
+	skLaneTail = "L"
 )
 
 func partitionPK(p int) string      { return "P#" + strconv.Itoa(p) }
 func actionSK(seq int64) string     { return fmt.Sprintf("A#%020d", seq) }
 func laneSK(ws, lane string) string { return "L#" + ws + "#" + lane }
-func idemPK(ws, key string) string  { return "K#" + ws + "#" + key }
-func subPK(ws, subj string) string  { return ws + "#" + subj }
+
+// laneTailPK is the pk of a lane's tail (ADR 0011): the lane's own key, out
+// of every partition. Before it the tail was the row laneSK of its
+// partition.
+func laneTailPK(ws, lane string) string { return "L#" + ws + "#" + lane }
+func idemPK(ws, key string) string      { return "K#" + ws + "#" + key }
+func subPK(ws, subj string) string      { return ws + "#" + subj }
 
 // LanePartition is the partition of a lane: FNV-1a 32 of the workspace and
 // lane key, modulo the partition count. The workspace is part of a lane's

@@ -101,16 +101,9 @@ func (e *Engine) unlink(ctx context.Context, a *Action) ([]types.TransactWriteIt
 	switch {
 	case succ != 0:
 		return append(items, e.linkPrev(a.Partition, succ, a.Seq, prev)), nil
-	case tail == a.Seq:
+	case tail.seq == a.Seq && tail.p == a.Partition:
 		// The lane's tail: it moves back to the live predecessor.
-		return append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName:                 e.table(),
-			Key:                       key(partitionPK(a.Partition), laneSK(lid.ws, lid.lane)),
-			UpdateExpression:          aws.String("SET #s = :prev"),
-			ConditionExpression:       aws.String("#s = :s"),
-			ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq), ":prev": avN(prev)},
-		}}), nil
+		return append(items, types.TransactWriteItem{Update: e.laneTailBack(lid, tail, prev)}), nil
 	}
 	return nil, nil
 }
@@ -126,12 +119,12 @@ const maxSuccessorWalk = 16
 // the way is left to successorQuery. Seqs fall along a chain, so a link
 // below seq means the member is not on the chain from the tail (links
 // moving): none found.
-func (e *Engine) successorOf(ctx context.Context, p int, lid laneID, seq int64) (succ, tail int64, err error) {
-	tail, err = e.readTail(ctx, p, lid)
-	if err != nil || tail <= seq {
+func (e *Engine) successorOf(ctx context.Context, p int, lid laneID, seq int64) (succ int64, tail laneTail, err error) {
+	tail, err = e.readTail(ctx, lid)
+	if err != nil || tail.p != p || tail.seq <= seq {
 		return 0, tail, err
 	}
-	cur := tail
+	cur := tail.seq
 	for hop := 0; hop < maxSuccessorWalk; hop++ {
 		it, err := e.readLinks(ctx, p, cur)
 		if err != nil {
@@ -230,46 +223,138 @@ func (e *Engine) eraseLaned(ctx context.Context, pk, sk string) (map[string]type
 
 type laneID struct{ ws, lane string }
 
-// laneTailPut moves a lane's tail (design.md §3.4) from old (0: no tail
-// yet) to seq.
-func (e *Engine) laneTailPut(lid laneID, seq, old int64) types.TransactWriteItem {
-	part := LanePartition(lid.ws, lid.lane, e.cfg.Partitions)
-	it := key(partitionPK(part), laneSK(lid.ws, lid.lane))
-	it[attrTailSeq] = avN(seq)
+// laneTail is a lane's tail (design.md §3.4) as read or as it is to be
+// written: the newest live member's seq (0: the lane has no tail) and the
+// partition of the lane's live members.
+type laneTail struct {
+	seq int64
+	p   int
+	// old: the tail is at its place before ADR 0011 (`P#<p>` /
+	// `L#<ws>#<lane>`, no `p` attribute), written by an older build; the
+	// lane keeps that form until it drains.
+	old bool
+	// ended (seq 0): the tail item is there but names this member of
+	// partition p, which has ended: the lane is empty, and its next member
+	// starts it again wherever the count says, moving the tail on the
+	// condition that it still names this one.
+	ended int64
+}
+
+// laneTailKey is the key of a lane's tail: its own item (ADR 0011), or the
+// partition's item of old tails.
+func laneTailKey(lid laneID, t laneTail) map[string]types.AttributeValue {
+	if t.old {
+		return key(partitionPK(t.p), laneSK(lid.ws, lid.lane))
+	}
+	return key(laneTailPK(lid.ws, lid.lane), skLaneTail)
+}
+
+// laneTailIs is the condition that the tail is still t: its seq, and for
+// own tails its partition (a tail deleted and made again elsewhere can
+// reuse a seq number).
+func laneTailIs(t laneTail, names map[string]string, vals map[string]types.AttributeValue) string {
+	names["#s"] = attrTailSeq
+	vals[":ts"] = avN(t.seq)
+	if t.old {
+		return "#s = :ts"
+	}
+	names["#tp"] = attrTailPart
+	vals[":tp"] = avN(int64(t.p))
+	return "#s = :ts AND #tp = :tp"
+}
+
+// laneTailPut moves a lane's tail from what was read (seq 0: no tail yet,
+// or one naming an ended member) to to. An old tail stays where it is
+// (to's partition is the old one's).
+func (e *Engine) laneTailPut(lid laneID, from, to laneTail) types.TransactWriteItem {
+	to.old = from.seq != 0 && from.old
+	it := laneTailKey(lid, to)
+	it[attrTailSeq] = avN(to.seq)
+	if !to.old {
+		it[attrTailPart] = avN(int64(to.p))
+	}
 	put := &types.Put{TableName: e.table(), Item: it}
-	if old == 0 {
+	if from.seq == 0 && from.ended != 0 {
+		from = laneTail{seq: from.ended, p: from.p}
+	}
+	if from.seq == 0 {
 		put.ConditionExpression = aws.String("attribute_not_exists(pk)")
 	} else {
-		put.ConditionExpression = aws.String("#s = :old")
-		put.ExpressionAttributeNames = map[string]string{"#s": attrTailSeq}
-		put.ExpressionAttributeValues = map[string]types.AttributeValue{":old": avN(old)}
+		put.ExpressionAttributeNames, put.ExpressionAttributeValues = map[string]string{}, map[string]types.AttributeValue{}
+		put.ConditionExpression = aws.String(laneTailIs(from, put.ExpressionAttributeNames, put.ExpressionAttributeValues))
 	}
 	return types.TransactWriteItem{Put: put}
 }
 
-// readTail returns the seq of a lane's newest live action, 0 when none.
-func (e *Engine) readTail(ctx context.Context, part int, lid laneID) (int64, error) {
+// readTail reads a lane's tail with a consistent read: its own item, or,
+// when there is none and the partition map does not rule it out, an old
+// tail in the partition the lane had under Config.Partitions (ADR 0011,
+// Migration). seq is 0 when the lane has no tail.
+func (e *Engine) readTail(ctx context.Context, lid laneID) (laneTail, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      e.table(),
-		Key:            key(partitionPK(part), laneSK(lid.ws, lid.lane)),
-		ConsistentRead: aws.Bool(true),
+		TableName: e.table(), Key: laneTailKey(lid, laneTail{}), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return 0, fmt.Errorf("error reading lane tail of partition %d: %w", part, err)
+		return laneTail{}, fmt.Errorf("error reading lane tail: %w", err)
 	}
-	return getN(out.Item, attrTailSeq), nil
+	if len(out.Item) > 0 {
+		return laneTail{seq: getN(out.Item, attrTailSeq), p: int(getN(out.Item, attrTailPart))}, nil
+	}
+	if possible, err := e.oldTailsPossible(ctx); err != nil || !possible {
+		return laneTail{}, err
+	}
+	old := laneTail{p: LanePartition(lid.ws, lid.lane, e.cfg.Partitions), old: true}
+	out, err = e.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: e.table(), Key: laneTailKey(lid, old), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return laneTail{}, fmt.Errorf("error reading lane tail of partition %d: %w", old.p, err)
+	}
+	if old.seq = getN(out.Item, attrTailSeq); old.seq == 0 {
+		return laneTail{}, nil
+	}
+	return old, nil
 }
 
-// laneTailDelete deletes a lane's tail (design.md §3.4) while it still
-// names seq: the end of the lane's last live member.
-func (e *Engine) laneTailDelete(lid laneID, part int, seq int64) types.TransactWriteItem {
-	return types.TransactWriteItem{Delete: &types.Delete{
-		TableName:                 e.table(),
-		Key:                       key(partitionPK(part), laneSK(lid.ws, lid.lane)),
-		ConditionExpression:       aws.String("#s = :s"),
-		ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(seq)},
-	}}
+// laneTailDelete deletes a lane's tail while it is still t: the end of
+// the lane's last live member.
+func (e *Engine) laneTailDelete(lid laneID, t laneTail) types.TransactWriteItem {
+	d := &types.Delete{TableName: e.table(), Key: laneTailKey(lid, t),
+		ExpressionAttributeNames: map[string]string{}, ExpressionAttributeValues: map[string]types.AttributeValue{}}
+	d.ConditionExpression = aws.String(laneTailIs(t, d.ExpressionAttributeNames, d.ExpressionAttributeValues))
+	return types.TransactWriteItem{Delete: d}
+}
+
+// laneTailBack moves a lane's tail from t back to seq prev of the same
+// partition (a relink or an erasure of the tail's member).
+func (e *Engine) laneTailBack(lid laneID, t laneTail, prev int64) *types.Update {
+	u := &types.Update{TableName: e.table(), Key: laneTailKey(lid, t), UpdateExpression: aws.String("SET #s = :prev"),
+		ExpressionAttributeNames: map[string]string{}, ExpressionAttributeValues: map[string]types.AttributeValue{":prev": avN(prev)}}
+	u.ConditionExpression = aws.String(laneTailIs(t, u.ExpressionAttributeNames, u.ExpressionAttributeValues))
+	return u
+}
+
+// eraseTail moves a lane's tail back to erased member a's predecessor, or
+// deletes it when a had none, while it still names a (design.md §10).
+func (e *Engine) eraseTail(ctx context.Context, lid laneID, a *Action) error {
+	t, err := e.readTail(ctx, lid)
+	if err != nil || t.seq != a.Seq || t.p != a.Partition {
+		return err
+	}
+	if a.PrevSeq != 0 {
+		u := e.laneTailBack(lid, t, a.PrevSeq)
+		_, err = e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+			ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+		})
+		return err
+	}
+	d := e.laneTailDelete(lid, t).Delete
+	_, err = e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: d.TableName, Key: d.Key, ConditionExpression: d.ConditionExpression,
+		ExpressionAttributeNames: d.ExpressionAttributeNames, ExpressionAttributeValues: d.ExpressionAttributeValues,
+	})
+	return err
 }
 
 // dropLaneTail deletes the lane tail after its last live member ended,

@@ -41,7 +41,15 @@ type PartitionGauges struct {
 // its cost grows with the backlog, not the history.
 func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
 	res := &ReapResult{}
-	for p := 0; p < e.cfg.Partitions; p++ {
+	// A deploy of another Config.Partitions becomes the count (ADR 0011 §2).
+	if err := e.applyPartitions(ctx); err != nil {
+		return res, err
+	}
+	_, live, err := e.partitionCounts(ctx)
+	if err != nil {
+		return res, err
+	}
+	for p := 0; p < live; p++ {
 		// A partition's endings go to one retention journal (design.md §3.6).
 		jr := e.newJournal("reaper")
 		g, err := e.reapPartition(withJournal(ctx, jr), p, res)
@@ -53,7 +61,10 @@ func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
 		}
 		res.Gauges = append(res.Gauges, g)
 	}
-	return res, nil
+	if err := e.retirePartitions(ctx); err != nil {
+		return res, err
+	}
+	return res, e.migrateTails(ctx)
 }
 
 func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (PartitionGauges, error) {

@@ -28,7 +28,11 @@ type RetainResult struct {
 func (e *Engine) Retain(ctx context.Context) (*RetainResult, error) {
 	res := &RetainResult{}
 	now := e.clk.Now().UTC()
-	for p := 0; p < e.cfg.Partitions; p++ {
+	kept, err := e.keptPartitions(ctx)
+	if err != nil {
+		return res, err
+	}
+	for p := 0; p < kept; p++ {
 		n, err := e.sweepPartition(ctx, p, now)
 		res.Deleted += n
 		if err != nil {
@@ -210,7 +214,11 @@ func (e *Engine) trim(ctx context.Context) (int, error) {
 // journaledEndings counts the endings the journal lists, in every partition.
 func (e *Engine) journaledEndings(ctx context.Context) (int, error) {
 	total := 0
-	for p := 0; p < e.cfg.Partitions; p++ {
+	kept, err := e.keptPartitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for p := 0; p < kept; p++ {
 		err := e.queryJournal(ctx, p, "", 0, func(page []journalItem) (bool, error) {
 			for _, j := range page {
 				total += j.n
@@ -228,7 +236,11 @@ func (e *Engine) journaledEndings(ctx context.Context) (int, error) {
 // excess endings, and sorts them all, oldest expiry first.
 func (e *Engine) oldestJournalItems(ctx context.Context, excess int) ([]journalItem, error) {
 	var items []journalItem
-	for p := 0; p < e.cfg.Partitions; p++ {
+	kept, err := e.keptPartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for p := 0; p < kept; p++ {
 		got := 0
 		err := e.queryJournal(ctx, p, "", 100, func(page []journalItem) (bool, error) {
 			for _, j := range page {
@@ -369,25 +381,7 @@ func (e *Engine) eraseSubject(ctx context.Context, ep SubjectEraseParams) (int, 
 				// lane must still wait for it), or goes when there is none;
 				// the lane's successors see a gone predecessor and go on.
 				a, _ := decodeAction(out.Attributes)
-				p := a.Partition
-				tk := key(partitionPK(p), laneSK(getS(out.Attributes, attrWorkspace), lane))
-				var err error
-				if a.PrevSeq != 0 {
-					_, err = e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-						TableName: e.table(), Key: tk,
-						UpdateExpression:          aws.String("SET #s = :prev"),
-						ConditionExpression:       aws.String("#s = :s"),
-						ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
-						ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq), ":prev": avN(a.PrevSeq)},
-					})
-				} else {
-					_, err = e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-						TableName: e.table(), Key: tk,
-						ConditionExpression:       aws.String("#s = :s"),
-						ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
-						ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(a.Seq)},
-					})
-				}
+				err := e.eraseTail(ctx, laneID{getS(out.Attributes, attrWorkspace), lane}, &a)
 				if err != nil && !isCondFailed(err) {
 					return n, fmt.Errorf("error erasing lane tail: %w", err)
 				}

@@ -80,7 +80,11 @@ func (e *Engine) StatusGet(ctx context.Context, p StatusParams) (*Status, error)
 	}
 	now := e.clk.Now().UTC()
 	st := &Status{At: now, EndedSince: p.EndedSince, Total: PartitionStatus{Ended: map[string]int{}}}
-	for part := 0; part < e.cfg.Partitions; part++ {
+	kept, err := e.keptPartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for part := 0; part < kept; part++ {
 		ps, err := e.partitionStatus(ctx, part, p, now)
 		if err != nil {
 			return nil, fmt.Errorf("error reading the status of partition %d: %w", part, err)

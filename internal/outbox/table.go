@@ -69,17 +69,18 @@ func DueProjection() []string {
 func (e *Engine) EnsureTable(ctx context.Context) error {
 	_, err := e.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: e.table()})
 	var nf *types.ResourceNotFoundException
+	created := false
 	switch {
 	case err == nil:
 	case !errors.As(err, &nf):
 		return fmt.Errorf("error describing table %s: %w", e.cfg.Table, err)
 	default:
-		if _, err := e.db.CreateTable(ctx, TableInput(e.cfg.Table)); err != nil {
-			var inUse *types.ResourceInUseException
-			if !errors.As(err, &inUse) {
-				return fmt.Errorf("error creating table %s: %w", e.cfg.Table, err)
-			}
+		_, err := e.db.CreateTable(ctx, TableInput(e.cfg.Table))
+		var inUse *types.ResourceInUseException
+		if err != nil && !errors.As(err, &inUse) {
+			return fmt.Errorf("error creating table %s: %w", e.cfg.Table, err)
 		}
+		created = err == nil
 	}
 	// A real table takes a while to become ACTIVE; wait for it.
 	w := dynamodb.NewTableExistsWaiter(describer{e.db})
@@ -97,6 +98,11 @@ func (e *Engine) EnsureTable(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("error enabling TTL on %s: %w", e.cfg.Table, err)
+	}
+	if created {
+		// No older build wrote in it: its lane tails are their own items
+		// from the start (ADR 0011).
+		return e.createPartitionMap(ctx)
 	}
 	return nil
 }

@@ -133,7 +133,7 @@ func (w *world) randomStep() {
 	if live < 4 {
 		cs = append(cs, choice{8, "drainer-start", func() {
 			h := w.hosts[w.rng.IntN(len(w.hosts))]
-			w.startDrainer(h, w.rng.IntN(h.parts))
+			w.startDrainer(h, w.rng.IntN(w.sweepRange(h)))
 		}})
 	}
 	if live > 0 {
@@ -407,7 +407,7 @@ func (w *world) quiesce() {
 	for round := 0; round < maxQuiesceRounds && idle < 2 && !w.stopped; round++ {
 		before := w.feedSeq
 		w.advance(w.cfg.Lease + w.cfg.RetryCap + 10*time.Second)
-		for part := 0; part < w.hosts[0].parts && !w.stopped; part++ {
+		for part := 0; part < w.sweepRange(w.hosts[0]) && !w.stopped; part++ {
 			p := w.startDrainer(w.hosts[0], part)
 			for !p.done && !w.stopped {
 				w.stepProc(p)
@@ -492,6 +492,8 @@ func (w *world) finalChecks() {
 	defer func() { w.checking = false }()
 	seen := map[string]bool{}
 	journaled := map[string]bool{}
+	tails := map[string]int{} // "<ws>#<lane>" -> the partition its tail names
+	var pmap map[string]types.AttributeValue
 	var start map[string]types.AttributeValue
 	for {
 		out, err := w.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(w.cfg.Table), ExclusiveStartKey: start})
@@ -503,6 +505,12 @@ func (w *world) finalChecks() {
 				part, _ := strconv.Atoi(strings.TrimPrefix(str(it, "pk"), "P#"))
 				seq, _ := strconv.ParseInt(s[2:], 10, 64)
 				seen[outbox.LegacyActionID(part, seq)] = true
+			}
+			if str(it, "sk") == "L" && strings.HasPrefix(str(it, "pk"), "L#") {
+				tails[strings.TrimPrefix(str(it, "pk"), "L#")] = int(num(it, "p"))
+			}
+			if str(it, "pk") == "M#partitions" {
+				pmap = it
 			}
 			if s := str(it, "sk"); strings.HasPrefix(s, "R#") {
 				part, _ := strconv.Atoi(strings.TrimPrefix(str(it, "pk"), "P#"))
@@ -530,6 +538,9 @@ func (w *world) finalChecks() {
 			w.violate("model", []string{id}, "%s is in the table but never in the change feed", id)
 			return
 		}
+	}
+	if w.opt.Repartition && !w.checkPartitions(tails, pmap) {
+		return
 	}
 	// Every ended row still in the table is listed by a retention journal
 	// item (design.md §3.6), unless the process that ended it died or failed to
@@ -600,4 +611,51 @@ func (w *world) repartitionStep() {
 	}
 	w.build(h, w.parts)
 	w.tracef(nil, "repartition: %s now on %d partitions", h.name, w.parts)
+}
+
+// sweepRange is how many partitions a drainer of h visits: its count, or,
+// with Options.Repartition, every partition the partition map says may
+// hold a live row (ADR 0011 §2: what Engine.Sweep visits; stream wake-ups
+// name any partition). Read straight from the table, outside the faults.
+func (w *world) sweepRange(h *host) int {
+	if !w.opt.Repartition {
+		return h.parts
+	}
+	out, err := w.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(w.cfg.Table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "M#partitions"}, "sk": &types.AttributeValueMemberS{Value: "M"}},
+	})
+	if err != nil {
+		panic(fmt.Sprintf("sim: partition map: %v", err))
+	}
+	return max(h.parts, int(num(out.Item, "n")), int(num(out.Item, "live")))
+}
+
+// checkPartitions (Options.Repartition, ADR 0011) requires, at the end of a
+// run: no live row in a partition the partition map retired (at or above
+// `live`) and no row at all at or above `kept` ("retired-empty"), and every
+// live lane member in the partition its lane's tail names ("one-tail": one
+// chain per lane).
+func (w *world) checkPartitions(tails map[string]int, pmap map[string]types.AttributeValue) bool {
+	live, kept := int(num(pmap, "live")), int(num(pmap, "kept"))
+	for _, id := range sortedKeys(w.rows) {
+		r := w.rows[id]
+		if r.gone != "" {
+			continue
+		}
+		part, _ := strconv.Atoi(strings.TrimPrefix(str(r.item, "pk"), "P#"))
+		ended := state(r.item).Ended()
+		if (live > 0 && part >= live && !ended) || (kept > 0 && part >= kept) {
+			w.violate("retired-empty", []string{id}, "%s (%s) is in partition %d, the map says live %d kept %d", id, state(r.item), part, live, kept)
+			return false
+		}
+		if lane := str(r.item, "lane"); lane != "" && !ended {
+			tp, ok := tails[str(r.item, "ws")+"#"+lane]
+			if !ok || tp != part {
+				w.violate("one-tail", []string{id}, "live lane member %s is in partition %d, its lane's tail (found %v) names %d", id, part, ok, tp)
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -23,6 +23,12 @@ type Summary struct {
 // RunMany runs seeds first..first+n-1 with the given steps on every core,
 // calling progress (from one goroutine at a time) after each seed.
 func RunMany(first uint64, n, steps int, broken Broken, progress func(done int)) *Summary {
+	return RunManyWith(first, n, Options{Steps: steps, Broken: broken}, progress)
+}
+
+// RunManyWith is RunMany with every Options field but the seed from base
+// (Options.Repartition, for instance).
+func RunManyWith(first uint64, n int, base Options, progress func(done int)) *Summary {
 	s := &Summary{Faults: map[string]int{}, Actions: map[string]int{}, Ops: map[string]int{}}
 	var mu sync.Mutex
 	next := first
@@ -42,7 +48,9 @@ func RunMany(first uint64, n, steps int, broken Broken, progress func(done int))
 				seed := next
 				next++
 				mu.Unlock()
-				r := Run(Options{Seed: seed, Steps: steps, Broken: broken})
+				opt := base
+				opt.Seed = seed
+				r := Run(opt)
 				mu.Lock()
 				s.add(r)
 				done++

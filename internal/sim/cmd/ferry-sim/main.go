@@ -19,7 +19,7 @@ func main() {
 	steps := flag.Int("steps", 500, "steps per seed")
 	seed := flag.Uint64("seed", 0, "replay this one seed and print its trace")
 	broken := flag.Uint("broken", 0, "run a deliberately broken variant (sim.Broken bits), to see a checker fail")
-	repart := flag.Bool("repartition", false, "with -seed: change the partition count mid-run (sim.Options.Repartition; today's engine breaks, ADR 0011)")
+	repart := flag.Bool("repartition", false, "change the partition count mid-run: rolling deploys of new counts, up and down (sim.Options.Repartition, ADR 0011)")
 	flag.Parse()
 	if *seed != 0 {
 		r := sim.Run(sim.Options{Seed: *seed, Steps: *steps, Broken: sim.Broken(*broken), Repartition: *repart})
@@ -30,7 +30,8 @@ func main() {
 		return
 	}
 	start := time.Now()
-	s := sim.RunMany(*first, *seeds, *steps, sim.Broken(*broken), func(done int) { bar(done, *seeds, start) })
+	s := sim.RunManyWith(*first, *seeds, sim.Options{Steps: *steps, Broken: sim.Broken(*broken), Repartition: *repart},
+		func(done int) { bar(done, *seeds, start) })
 	fmt.Fprintln(os.Stderr)
 	s.WriteTable(os.Stdout)
 	fmt.Printf("%-48s %10s\n", "wall time", time.Since(start).Round(time.Millisecond))

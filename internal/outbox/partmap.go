@@ -1,0 +1,462 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The partition map row (ADR 0011, design.md §3.12): one item the engines
+// read (consistently) and cache for at most MapTTL. Today it says where lane tails are: in
+// their own items only (`tails` = "own"), or possibly still in a partition,
+// where builds before ADR 0011 wrote them (no row, or no `tails`).
+const (
+	pkPartMap  = "M#partitions"
+	skPartMap  = "M"
+	attrMapVer = "v"     // N: version; every update is conditioned on it
+	attrTails  = "tails" // S: "own" once no lane tail is in a partition any more
+	attrMapN   = "n"     // N: the count for new lanes and keyless actions
+	attrMapDep = "dep"   // N: the last Config.Partitions a reaper applied
+	attrMapLiv = "live"  // N: every partition that may hold a live row is below it
+	attrMapKep = "kept"  // N: every partition that may hold any action row is below it
+	attrMapChg = "chg"   // N: when n last changed (Unix ms)
+	// attrTailsClean is when the reaper first found no lane tail in any
+	// partition (Unix ms); removed when it finds one again.
+	attrTailsClean = "tcl"
+	tailsOwn       = "own"
+)
+
+// MapTTL is how long an engine uses the partition map it read before it
+// reads it again.
+const MapTTL = 30 * time.Second
+
+// oldTailGrace is how long the reaper keeps finding no lane tail in a
+// partition before it records that tails are their own items only: longer
+// than a function of a build before ADR 0011 (which writes tails in
+// partitions) can still run after the deploy that replaced it (Lambda's
+// 15-minute limit, plus a margin).
+const oldTailGrace = 16 * time.Minute
+
+// MaxPartitions is the most partitions a table can have: an id's partition
+// field holds 15 bits, Config.Partitions is at most this, and a partition
+// named by an id or a stream record is checked against it, whatever the
+// count (ADR 0011 §2).
+const MaxPartitions = 4096
+
+// partitionMap is the partition map row as read.
+type partitionMap struct {
+	found      bool
+	v          int64
+	ownTails   bool      // no lane tail is in a partition: never read one there
+	tailsClean time.Time // zero: not recorded
+	// n, dep, live, kept: 0 when absent (a table whose reaper has not
+	// applied a count yet: Config.Partitions stands for them).
+	n, dep, live, kept int
+	changed            time.Time
+}
+
+// count is the partition count for new lanes and keyless actions.
+func (m partitionMap) count(cfg *Config) int {
+	if m.n > 0 {
+		return m.n
+	}
+	return cfg.Partitions
+}
+
+// liveUpTo is one past the highest partition that may hold a live row:
+// what sweeps and the reaper visit.
+func (m partitionMap) liveUpTo(cfg *Config) int {
+	return max(m.live, m.count(cfg))
+}
+
+// keptUpTo is one past the highest partition that may hold any action row:
+// what retention and the status visit.
+func (m partitionMap) keptUpTo(cfg *Config) int {
+	return max(m.kept, m.liveUpTo(cfg))
+}
+
+// mapCache holds the partition map an engine read last, and when.
+type mapCache struct {
+	mu sync.Mutex
+	m  partitionMap
+	at time.Time
+	ok bool
+}
+
+// partitionMap returns the partition map, read again when the cached one is
+// MapTTL old (or from the future: a clock set back).
+func (e *Engine) partitionMap(ctx context.Context) (partitionMap, error) {
+	now := e.clk.Now()
+	e.pmap.mu.Lock()
+	m, at, ok := e.pmap.m, e.pmap.at, e.pmap.ok
+	e.pmap.mu.Unlock()
+	if ok && !now.Before(at) && now.Sub(at) < MapTTL {
+		return m, nil
+	}
+	// Consistent: a count change must reach every engine within MapTTL
+	// (retireGrace counts on it). Not under the lock: callers that find the
+	// map old at once read it each (a simulator steps them one at a time).
+	m, err := e.readPartitionMap(ctx, true)
+	if err != nil {
+		return partitionMap{}, err
+	}
+	e.pmap.mu.Lock()
+	e.pmap.m, e.pmap.at, e.pmap.ok = m, now, true
+	e.pmap.mu.Unlock()
+	return m, nil
+}
+
+func (e *Engine) readPartitionMap(ctx context.Context, consistent bool) (partitionMap, error) {
+	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: e.table(), Key: key(pkPartMap, skPartMap), ConsistentRead: aws.Bool(consistent),
+	})
+	if err != nil {
+		return partitionMap{}, fmt.Errorf("error reading the partition map: %w", err)
+	}
+	if len(out.Item) == 0 {
+		return partitionMap{}, nil
+	}
+	it := out.Item
+	m := partitionMap{found: true, v: getN(it, attrMapVer), ownTails: getS(it, attrTails) == tailsOwn,
+		n: int(getN(it, attrMapN)), dep: int(getN(it, attrMapDep)), live: int(getN(it, attrMapLiv)), kept: int(getN(it, attrMapKep))}
+	if has(it, attrTailsClean) {
+		m.tailsClean = time.UnixMilli(getN(it, attrTailsClean)).UTC()
+	}
+	if has(it, attrMapChg) {
+		m.changed = time.UnixMilli(getN(it, attrMapChg)).UTC()
+	}
+	if m.n < 0 || m.n > MaxPartitions || m.live > MaxPartitions || m.kept > MaxPartitions {
+		return partitionMap{}, fmt.Errorf("outbox: the partition map (%s) is malformed: n %d, live %d, kept %d", pkPartMap, m.n, m.live, m.kept)
+	}
+	return m, nil
+}
+
+// mapUpdate is a change of the partition map row: SET and REMOVE clauses
+// with their names and values.
+type mapUpdate struct {
+	set, remove []string
+	names       map[string]string
+	vals        map[string]types.AttributeValue
+}
+
+func newMapUpdate() *mapUpdate {
+	return &mapUpdate{names: map[string]string{}, vals: map[string]types.AttributeValue{}}
+}
+
+// setTo sets attribute attr to v.
+func (u *mapUpdate) setTo(attr string, v types.AttributeValue) *mapUpdate {
+	n := strconv.Itoa(len(u.names))
+	u.names["#a"+n], u.vals[":a"+n] = attr, v
+	u.set = append(u.set, "#a"+n+" = :a"+n)
+	return u
+}
+
+// drop removes attribute attr.
+func (u *mapUpdate) drop(attr string) *mapUpdate {
+	n := strconv.Itoa(len(u.names))
+	u.names["#a"+n] = attr
+	u.remove = append(u.remove, "#a"+n)
+	return u
+}
+
+// updatePartitionMap applies u to the map row read as m, raising its
+// version: refused (ok false) when another writer changed it since.
+func (e *Engine) updatePartitionMap(ctx context.Context, m partitionMap, u *mapUpdate) (bool, error) {
+	u.setTo(attrMapVer, avN(m.v+1))
+	upd := "SET " + strings.Join(u.set, ", ")
+	if len(u.remove) > 0 {
+		upd += " REMOVE " + strings.Join(u.remove, ", ")
+	}
+	names, vals := u.names, u.vals
+	cond := "attribute_not_exists(pk)"
+	if m.found {
+		names["#v"], vals[":v"] = attrMapVer, avN(m.v)
+		cond = "#v = :v"
+	}
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: e.table(), Key: key(pkPartMap, skPartMap), UpdateExpression: aws.String(upd),
+		ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+	})
+	switch {
+	case isCondFailed(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("error writing the partition map: %w", err)
+	}
+	return true, nil
+}
+
+// createPartitionMap writes the map of a table this engine just created:
+// no build before ADR 0011 ever wrote a lane tail in it.
+func (e *Engine) createPartitionMap(ctx context.Context) error {
+	_, err := e.updatePartitionMap(ctx, partitionMap{}, newMapUpdate().setTo(attrTails, avS(tailsOwn)))
+	return err
+}
+
+// oldTailsPossible reports whether a lane's tail may still be in a
+// partition (ADR 0011, Migration): a table an older build wrote, until the
+// reaper found none there for oldTailGrace.
+func (e *Engine) oldTailsPossible(ctx context.Context) (bool, error) {
+	m, err := e.partitionMap(ctx)
+	return !m.ownTails, err
+}
+
+// migrateTails is the reaper's step of ADR 0011's migration: it looks for
+// lane tails in partitions (where builds before ADR 0011 wrote them) and,
+// once it has found none for oldTailGrace, records in the map that tails
+// are their own items only, so enqueues stop looking for them there. A
+// lane whose tail is in a partition keeps it there until the lane drains.
+func (e *Engine) migrateTails(ctx context.Context) error {
+	if m, err := e.partitionMap(ctx); err != nil || m.ownTails {
+		return err
+	}
+	m, err := e.readPartitionMap(ctx, true)
+	if err != nil || m.ownTails {
+		return err
+	}
+	now := e.clk.Now()
+	for p := 0; p < e.cfg.Partitions; p++ {
+		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
+			TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :l)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":l": avS("L#")},
+			ProjectionExpression:      aws.String("pk"), Limit: aws.Int32(1), ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return fmt.Errorf("error looking for lane tails in partition %d: %w", p, err)
+		}
+		if len(q.Items) > 0 {
+			if m.tailsClean.IsZero() {
+				return nil
+			}
+			_, err := e.updatePartitionMap(ctx, m, newMapUpdate().drop(attrTailsClean))
+			return err
+		}
+	}
+	var u *mapUpdate
+	switch {
+	case m.tailsClean.IsZero() || now.Before(m.tailsClean):
+		u = newMapUpdate().setTo(attrTailsClean, avMs(now))
+	case now.Sub(m.tailsClean) >= oldTailGrace:
+		u = newMapUpdate().setTo(attrTails, avS(tailsOwn))
+	default:
+		return nil
+	}
+	_, err = e.updatePartitionMap(ctx, m, u)
+	return err
+}
+
+// partitionCounts returns, from the partition map, the count for new lanes
+// and keyless actions, and how many partitions may hold live rows.
+func (e *Engine) partitionCounts(ctx context.Context) (count, live int, err error) {
+	m, err := e.partitionMap(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return m.count(&e.cfg), m.liveUpTo(&e.cfg), nil
+}
+
+// keptPartitions returns how many partitions may hold action rows.
+func (e *Engine) keptPartitions(ctx context.Context) (int, error) {
+	m, err := e.partitionMap(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return m.keptUpTo(&e.cfg), nil
+}
+
+// setCount builds the update that makes n the count: the watermarks rise
+// with it, never fall here.
+func setCount(m partitionMap, cfg *Config, n int, now time.Time) *mapUpdate {
+	live := max(m.liveUpTo(cfg), n)
+	u := newMapUpdate().setTo(attrMapN, avN(int64(n))).setTo(attrMapLiv, avN(int64(live))).
+		setTo(attrMapKep, avN(int64(max(m.keptUpTo(cfg), live))))
+	if n != m.count(cfg) || !m.found || m.n == 0 {
+		u.setTo(attrMapChg, avMs(now))
+	}
+	return u
+}
+
+// PartitionsSet makes n the partition count for new lanes and keyless
+// actions (ADR 0011 §2): every engine of the table takes it within MapTTL,
+// whatever its Config.Partitions, until a deploy of another
+// Config.Partitions (applied by the reaper) sets it again. Lanes with live
+// members stay in their partition until they drain; partitions above the
+// count are drained, reaped and swept until the reaper retires them empty.
+func (e *Engine) PartitionsSet(ctx context.Context, n int) error {
+	if n < 1 || n > MaxPartitions {
+		return &ValidationError{Field: "partitions", Message: fmt.Sprintf("must be between 1 and %d, got %d", MaxPartitions, n)}
+	}
+	for try := 0; try < 8; try++ {
+		m, err := e.readPartitionMap(ctx, true)
+		if err != nil {
+			return err
+		}
+		u := setCount(m, &e.cfg, n, e.clk.Now())
+		if m.dep == 0 {
+			// No reaper applied a deploy's count yet: this one is the
+			// deploy's, so that its reapers leave the count set here.
+			u.setTo(attrMapDep, avN(int64(e.cfg.Partitions)))
+		}
+		ok, err := e.updatePartitionMap(ctx, m, u)
+		if err != nil || ok {
+			e.forgetPartitionMap()
+			return err
+		}
+	}
+	return errors.New("outbox: the partition map keeps changing")
+}
+
+// forgetPartitionMap makes the next use read the map again.
+func (e *Engine) forgetPartitionMap() {
+	e.pmap.mu.Lock()
+	e.pmap.ok = false
+	e.pmap.mu.Unlock()
+}
+
+// PartitionLayout is the partition map as an engine sees it.
+type PartitionLayout struct {
+	Count int // for new lanes and keyless actions
+	Live  int // partitions below it may hold live rows
+	Kept  int // partitions below it may hold action rows
+	// Recorded: the map holds them (a reaper applied a deploy's count, or
+	// it was set); otherwise they are the engine's Config.Partitions.
+	Recorded bool
+}
+
+// PartitionLayout returns the table's partition layout (a consistent read
+// of the map).
+func (e *Engine) PartitionLayout(ctx context.Context) (PartitionLayout, error) {
+	m, err := e.readPartitionMap(ctx, true)
+	if err != nil {
+		return PartitionLayout{}, err
+	}
+	return PartitionLayout{Count: m.count(&e.cfg), Live: m.liveUpTo(&e.cfg), Kept: m.keptUpTo(&e.cfg), Recorded: m.n > 0}, nil
+}
+
+// applyPartitions is the reaper's step of a deploy (ADR 0011 §2): when its
+// Config.Partitions is not the last one a reaper applied, it becomes the
+// count. During a rolling deploy an older reaper may set the older count
+// back: every count applied stays below the watermarks until retired, so
+// that is extra work, never a loss.
+func (e *Engine) applyPartitions(ctx context.Context) error {
+	m, err := e.readPartitionMap(ctx, true)
+	if err != nil || m.dep == e.cfg.Partitions {
+		return err
+	}
+	u := setCount(m, &e.cfg, e.cfg.Partitions, e.clk.Now()).setTo(attrMapDep, avN(int64(e.cfg.Partitions)))
+	if _, err := e.updatePartitionMap(ctx, m, u); err != nil {
+		return err
+	}
+	e.forgetPartitionMap()
+	return nil
+}
+
+// retireGrace is how long after a change of the count partitions above it
+// may still receive writes: an engine uses a map it read for MapTTL, and a
+// read may be a little stale.
+const retireGrace = 2 * MapTTL
+
+// retirePartitions lowers the watermarks over partitions above the count
+// that are empty (ADR 0011 §2): live when the top partition holds no live
+// row, kept when it holds no action row and no retention journal item. One
+// partition a call, from the top, and only retireGrace after the count
+// changed.
+func (e *Engine) retirePartitions(ctx context.Context) error {
+	m, err := e.readPartitionMap(ctx, true)
+	if err != nil || m.n == 0 || e.clk.Now().Sub(m.changed) < retireGrace {
+		return err
+	}
+	live, kept := m.liveUpTo(&e.cfg), m.keptUpTo(&e.cfg)
+	u := newMapUpdate()
+	switch {
+	case live > m.n:
+		empty, err := e.noLiveRow(ctx, live-1)
+		if err != nil || !empty {
+			return err
+		}
+		u.setTo(attrMapLiv, avN(int64(live-1)))
+	case kept > live:
+		empty, err := e.noRow(ctx, kept-1)
+		if err != nil || !empty {
+			return err
+		}
+		u.setTo(attrMapKep, avN(int64(kept-1)))
+	default:
+		return nil
+	}
+	if _, err := e.updatePartitionMap(ctx, m, u); err != nil {
+		return err
+	}
+	e.forgetPartitionMap()
+	return nil
+}
+
+// noLiveRow reports whether partition p holds no live action: nothing in
+// its due index, nothing in its in-flight map, and no live row among its
+// actions (a PROPOSED action without an expiry is in neither).
+func (e *Engine) noLiveRow(ctx context.Context, p int) (bool, error) {
+	due, err := e.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: e.table(), IndexName: aws.String(IndexDue), KeyConditionExpression: aws.String("#d = :d"),
+		ExpressionAttributeNames: map[string]string{"#d": attrDuePK}, ExpressionAttributeValues: map[string]types.AttributeValue{":d": avS(duePK(p))},
+		Limit: aws.Int32(1),
+	})
+	if err != nil {
+		return false, fmt.Errorf("error reading the due index of partition %d: %w", p, err)
+	}
+	if len(due.Items) > 0 {
+		return false, nil
+	}
+	fence, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: e.table(), Key: key(partitionPK(p), skFence), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return false, fmt.Errorf("error reading the claim fence of partition %d: %w", p, err)
+	}
+	if inf, ok := fence.Item[attrInflight].(*types.AttributeValueMemberM); ok && len(inf.Value) > 0 {
+		return false, nil
+	}
+	var start map[string]types.AttributeValue
+	for {
+		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
+			TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :a)"),
+			FilterExpression:          aws.String(liveCond),
+			ExpressionAttributeNames:  map[string]string{"#st": attrState},
+			ExpressionAttributeValues: liveVals(map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":a": avS("A#")}),
+			ProjectionExpression:      aws.String("#st"), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return false, fmt.Errorf("error reading the actions of partition %d: %w", p, err)
+		}
+		if len(q.Items) > 0 {
+			return false, nil
+		}
+		if start = q.LastEvaluatedKey; start == nil {
+			return true, nil
+		}
+	}
+}
+
+// noRow reports whether partition p holds no action row and no retention
+// journal item.
+func (e *Engine) noRow(ctx context.Context, p int) (bool, error) {
+	for _, prefix := range []string{"A#", journalPrefix} {
+		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
+			TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :a)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":a": avS(prefix)},
+			ProjectionExpression:      aws.String("pk"), ConsistentRead: aws.Bool(true), Limit: aws.Int32(1),
+		})
+		if err != nil {
+			return false, fmt.Errorf("error reading partition %d: %w", p, err)
+		}
+		if len(q.Items) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,345 @@
+package storetest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/outbox"
+)
+
+// Cases of ADR 0011 (online repartitioning): a lane's tail is its own item,
+// `L#<ws>#<lane>` / `L`, naming the newest live member's seq and the
+// partition of the lane's live members (design.md §3.4).
+
+func avKey(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}
+}
+
+// tailRow reads a lane's tail item (nil when none).
+func (tb *bundle) tailRow(t *testing.T, ws, lane string) map[string]types.AttributeValue {
+	t.Helper()
+	return tb.rawGet(t, avKey("L#"+ws+"#"+lane, "L"))
+}
+
+// oldTailRow reads a lane's tail as builds before ADR 0011 wrote it: a row
+// of partition p.
+func (tb *bundle) oldTailRow(t *testing.T, p int, ws, lane string) map[string]types.AttributeValue {
+	t.Helper()
+	return tb.rawGet(t, avKey("P#"+strconv.Itoa(p), "L#"+ws+"#"+lane))
+}
+
+func (tb *bundle) rawGet(t *testing.T, k map[string]types.AttributeValue) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := tb.b.DB.GetItem(tb.ctx, &dynamodb.GetItemInput{TableName: aws.String(tb.b.Table), Key: k, ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	if len(out.Item) == 0 {
+		return nil
+	}
+	return out.Item
+}
+
+func (tb *bundle) rawDelete(t *testing.T, k map[string]types.AttributeValue) {
+	t.Helper()
+	_, err := tb.b.DB.DeleteItem(tb.ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tb.b.Table), Key: k})
+	require.NoError(t, err)
+}
+
+// oldTail moves the tail of a's lane to where builds before ADR 0011 wrote
+// it: a row of a's partition, naming a.
+func (tb *bundle) oldTail(t *testing.T, a outbox.Action) {
+	t.Helper()
+	tb.rawDelete(t, avKey("L#"+a.WorkspaceID+"#"+a.LaneKey, "L"))
+	old := avKey("P#"+strconv.Itoa(a.Partition), "L#"+a.WorkspaceID+"#"+a.LaneKey)
+	old["seq"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(a.Seq, 10)}
+	_, err := tb.b.DB.PutItem(tb.ctx, &dynamodb.PutItemInput{TableName: aws.String(tb.b.Table), Item: old})
+	require.NoError(t, err)
+}
+
+// partitionMap reads the partition map row (nil when none).
+func (tb *bundle) partitionMap(t *testing.T) map[string]types.AttributeValue {
+	t.Helper()
+	return tb.rawGet(t, avKey("M#partitions", "M"))
+}
+
+func nAttr(t *testing.T, it map[string]types.AttributeValue, name string) int64 {
+	t.Helper()
+	v, ok := it[name].(*types.AttributeValueMemberN)
+	require.True(t, ok, "attribute %s of %v", name, it)
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	require.NoError(t, err)
+	return n
+}
+
+var _ = register("LaneTailIsItsOwnItem", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	tail := tb.tailRow(t, "ws", "L")
+	require.NotNil(t, tail, "the tail is the lane's own item")
+	require.Equal(t, a.Seq, nAttr(t, tail, "seq"))
+	require.Equal(t, int64(a.Partition), nAttr(t, tail, "p"))
+	require.Nil(t, tb.oldTailRow(t, a.Partition, "ws", "L"), "no tail in the partition")
+
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	require.Equal(t, a.Partition, b.Partition)
+	require.Equal(t, a.Seq, b.PrevSeq)
+	tail = tb.tailRow(t, "ws", "L")
+	require.Equal(t, b.Seq, nAttr(t, tail, "seq"))
+	require.Equal(t, int64(b.Partition), nAttr(t, tail, "p"))
+
+	tb.drain(t)
+	require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
+	require.Equal(t, outbox.StateDONE, tb.get(t, b.ID).State)
+	require.Nil(t, tb.tailRow(t, "ws", "L"), "the end of the lane's last member deleted it")
+})
+
+var _ = register("OldLaneTailIsFollowedUntilItsLaneDrains", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
+	// A table an older build wrote: no partition map, and a lane whose
+	// tail is in the lane's partition.
+	tb.rawDelete(t, avKey("M#partitions", "M"))
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	tb.oldTail(t, a)
+
+	// The lane goes on behind it, and the old tail follows.
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	require.Equal(t, a.Partition, b.Partition)
+	require.Equal(t, a.Seq, b.PrevSeq, "the new member waits for the one the old tail names")
+	require.Equal(t, b.Seq, nAttr(t, tb.oldTailRow(t, a.Partition, "ws", "L"), "seq"))
+	require.Nil(t, tb.tailRow(t, "ws", "L"), "no second tail")
+
+	// The end of the lane's last member deletes the old tail; the lane's
+	// next start gets its own.
+	tb.drain(t)
+	require.Equal(t, outbox.StateDONE, tb.get(t, b.ID).State)
+	require.Nil(t, tb.oldTailRow(t, a.Partition, "ws", "L"))
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	require.Zero(t, c.PrevSeq)
+	require.Equal(t, c.Seq, nAttr(t, tb.tailRow(t, "ws", "L"), "seq"))
+})
+
+var _ = register("NewTableHasNoLaneTailInAPartition", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
+	m := tb.partitionMap(t)
+	require.NotNil(t, m, "the engine that created the table wrote its partition map")
+	require.Equal(t, &types.AttributeValueMemberS{Value: "own"}, m["tails"])
+	// So a lane without its own tail item has none: nothing is looked up
+	// in the partition (a row planted there is not a tail).
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	tb.oldTail(t, a)
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	require.Zero(t, b.PrevSeq)
+})
+
+var _ = register("ReaperRecordsThatLaneTailsLeftThePartitions", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
+	tb.rawDelete(t, avKey("M#partitions", "M"))
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	tb.oldTail(t, a)
+	reap := func() {
+		t.Helper()
+		_, err := tb.settled().Reap(ctx)
+		require.NoError(t, err)
+	}
+	// A tail in a partition: nothing recorded.
+	reap()
+	require.Nil(t, tb.partitionMap(t)["tcl"])
+	// The lane drained: the reaper records when it first found none, and
+	// after oldTailGrace (16 min) of finding none, that tails are own.
+	tb.drain(t)
+	require.Nil(t, tb.oldTailRow(t, a.Partition, "ws", "L"))
+	reap()
+	clean := tb.partitionMap(t)["tcl"]
+	require.NotNil(t, clean)
+	tb.b.Clock.Advance(15 * time.Minute)
+	reap()
+	require.Nil(t, tb.partitionMap(t)["tails"])
+	require.Equal(t, clean, tb.partitionMap(t)["tcl"])
+	// An older build, still running, writes a tail in a partition again:
+	// the count starts over.
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	tb.oldTail(t, b)
+	reap()
+	require.Nil(t, tb.partitionMap(t)["tcl"])
+	tb.drain(t)
+	reap()
+	tb.b.Clock.Advance(16 * time.Minute)
+	reap()
+	require.Equal(t, &types.AttributeValueMemberS{Value: "own"}, tb.partitionMap(t)["tails"])
+	// Engines that read the map since no longer look in partitions.
+	tb.b.Clock.Advance(time.Minute)
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	tb.oldTail(t, c)
+	d := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	require.Zero(t, d.PrevSeq)
+})
+
+// laneMoving finds a lane key whose partition differs under the counts
+// from and to.
+func laneMoving(ws string, from, to int) string {
+	for i := 0; ; i++ {
+		l := "lane-" + strconv.Itoa(i)
+		if outbox.LanePartition(ws, l, from) != outbox.LanePartition(ws, l, to) && outbox.LanePartition(ws, l, from) >= to {
+			return l
+		}
+	}
+}
+
+// engineOn builds another engine on the bundle's table with partitions
+// partitions (a function of another deploy).
+func (tb *bundle) engineOn(t *testing.T, partitions int) *outbox.Engine {
+	t.Helper()
+	cfg := tb.cfg
+	cfg.Partitions = partitions
+	e, err := outbox.New(tb.b.DB, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), cfg)
+	require.NoError(t, err)
+	return e
+}
+
+func (tb *bundle) layout(t *testing.T) outbox.PartitionLayout {
+	t.Helper()
+	l, err := tb.e.PartitionLayout(tb.ctx)
+	require.NoError(t, err)
+	return l
+}
+
+var _ = register("LaneKeepsItsPartitionAcrossACountChange", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 8 })
+	lane := laneMoving("ws", 8, 2)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.Equal(t, outbox.LanePartition("ws", lane, 8), a.Partition)
+	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
+	require.Equal(t, outbox.PartitionLayout{Count: 2, Live: 8, Kept: 8, Recorded: true}, tb.layout(t))
+	// The lane's live member holds it in its partition, above the count.
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.Equal(t, a.Partition, b.Partition)
+	require.Equal(t, a.Seq, b.PrevSeq)
+	// New lanes and keyless actions go below the count.
+	for i := 0; i < 6; i++ {
+		k := tb.enqueue(t, outbox.EnqueueParams{})
+		require.Less(t, k.Partition, 2)
+	}
+	require.NoError(t, tb.settled().Drain(ctx))
+	require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
+	require.Equal(t, outbox.StateDONE, tb.get(t, b.ID).State)
+	require.Less(t, indexOf(tb.rec.Order(), "exec:"+a.ID), indexOf(tb.rec.Order(), "exec:"+b.ID), "in lane order")
+	// Drained, the lane starts again under the count.
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.Equal(t, outbox.LanePartition("ws", lane, 2), c.Partition)
+	require.Zero(t, c.PrevSeq)
+	require.Equal(t, int64(c.Partition), nAttr(t, tb.tailRow(t, "ws", lane), "p"))
+})
+
+var _ = register("LaneTailNamingAnEndedMemberAboveTheCountMoves", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 8 })
+	lane := laneMoving("ws", 8, 2)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.NoError(t, tb.settled().Drain(ctx))
+	// A tail left naming the ended member (as ADR 0013's tails are).
+	it := avKey("L#ws#"+lane, "L")
+	it["seq"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(a.Seq, 10)}
+	it["p"] = &types.AttributeValueMemberN{Value: strconv.Itoa(a.Partition)}
+	_, err := tb.b.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tb.b.Table), Item: it})
+	require.NoError(t, err)
+	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.Equal(t, outbox.LanePartition("ws", lane, 2), c.Partition, "not behind an ended member above the count")
+	require.Zero(t, c.PrevSeq)
+	tail := tb.tailRow(t, "ws", lane)
+	require.Equal(t, c.Seq, nAttr(t, tail, "seq"))
+	require.Equal(t, int64(c.Partition), nAttr(t, tail, "p"))
+})
+
+var _ = register("ShrinkRetiresAPartitionOnlyWhenEmpty", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
+	// A function still on 4 partitions that read the map before the change.
+	stale := tb.engineOn(t, 4)
+	_, err := stale.Enqueue(ctx, outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", Payload: Payload(Script{})})
+	require.NoError(t, err)
+	lane := laneMoving("ws", 4, 2)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane, Propose: true}) // live, not due
+	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
+	var late []outbox.Action
+	for i := 0; i < 8; i++ {
+		r, err := stale.Enqueue(ctx, outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", Payload: Payload(Script{})})
+		require.NoError(t, err)
+		late = append(late, r.Action)
+	}
+	require.GreaterOrEqual(t, late[len(late)-1].Partition+late[len(late)-2].Partition+late[len(late)-3].Partition, 2, "the stale function spreads over 4")
+	reap := func() {
+		t.Helper()
+		_, err := tb.settled().Reap(ctx)
+		require.NoError(t, err)
+	}
+	reap()
+	require.Equal(t, 4, tb.layout(t).Live, "nothing retired within the grace")
+	require.NoError(t, tb.settled().Drain(ctx))
+	for _, l := range late {
+		require.Equal(t, outbox.StateDONE, tb.get(t, l.ID).State, "a stale function's enqueue above the count is drained")
+	}
+	tb.b.Clock.Advance(2 * outbox.MapTTL)
+	reap()
+	reap()
+	require.Greater(t, tb.layout(t).Live, a.Partition, "the proposal holds its partition")
+	_, err = tb.e.Admit(ctx, a.ID)
+	require.NoError(t, err)
+	require.NoError(t, tb.settled().Drain(ctx))
+	require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
+	reap()
+	reap()
+	reap()
+	l := tb.layout(t)
+	require.Equal(t, 2, l.Live, "emptied partitions above the count are retired")
+	require.Equal(t, 4, l.Kept, "their ended rows are still kept")
+	st, err := tb.e.StatusGet(ctx, outbox.StatusParams{})
+	require.NoError(t, err)
+	require.Len(t, st.Partitions, 4)
+	// The id still reads, whatever the count.
+	require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
+})
+
+var _ = register("KeyedResendAfterACountChangeFindsTheFirst", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
+	var first outbox.Action
+	for i := 0; first.Partition < 2; i++ {
+		first = tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "k" + strconv.Itoa(i)})
+	}
+	small := tb.engineOn(t, 2)
+	require.NoError(t, small.PartitionsSet(ctx, 2))
+	again, err := small.Enqueue(ctx, outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", IdempotencyKey: first.IdempotencyKey, Payload: Payload(Script{})})
+	require.NoError(t, err)
+	require.True(t, again.Existing)
+	require.Equal(t, first.ID, again.Action.ID)
+	got, err := small.ActionGet(ctx, first.ID)
+	require.NoError(t, err)
+	require.Equal(t, first.ID, got.ID)
+})
+
+var _ = register("ReaperAppliesTheDeployedCount", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
+	_, err := tb.e.Reap(ctx)
+	require.NoError(t, err)
+	require.Equal(t, outbox.PartitionLayout{Count: 4, Live: 4, Kept: 4, Recorded: true}, tb.layout(t))
+	// A deploy of 8: its reaper applies it.
+	eight := tb.engineOn(t, 8)
+	_, err = eight.Reap(ctx)
+	require.NoError(t, err)
+	require.Equal(t, outbox.PartitionLayout{Count: 8, Live: 8, Kept: 8, Recorded: true}, tb.layout(t))
+	// An older reaper still running sets its count back: the watermarks
+	// stay.
+	_, err = tb.e.Reap(ctx)
+	require.NoError(t, err)
+	require.Equal(t, outbox.PartitionLayout{Count: 4, Live: 8, Kept: 8, Recorded: true}, tb.layout(t))
+	// A count set by hand stands until another deploy.
+	require.NoError(t, tb.e.PartitionsSet(ctx, 6))
+	_, err = tb.e.Reap(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 6, tb.layout(t).Count)
+})
+
