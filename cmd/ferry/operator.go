@@ -88,7 +88,32 @@ func args(n int, names string) cobra.PositionalArgs {
 }
 
 func newOperatorCommands(o *operatorFlags) []*cobra.Command {
-	return []*cobra.Command{newStatusCommand(o), newActionsCommand(o), newSubjectsCommand(o)}
+	return []*cobra.Command{newStatusCommand(o), newActionsCommand(o), newSubjectsCommand(o), newPartitionsCommand(o)}
+}
+
+func newPartitionsCommand(o *operatorFlags) *cobra.Command {
+	var set int
+	cmd := &cobra.Command{
+		Use:   "partitions",
+		Short: "Show the table's partition map; --set N changes the partition count live",
+		Long: `Prints the table's partition map (ADR 0011): the count new lanes and keyless
+actions use, and how many partitions may still hold live actions (live) or
+any action rows (kept). With --set N (after confirmation, or --yes) N
+becomes the count: every function of the table takes it within 30 seconds,
+lanes with live actions stay in their partition until they drain, and the
+reaper retires emptied partitions above the count. It stands until a
+deploy of another partitions setting.`,
+		Args: args(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := o.session(cmd)
+			if err != nil {
+				return err
+			}
+			return s.Partitions(cmd.Context(), set)
+		},
+	}
+	cmd.Flags().IntVar(&set, "set", 0, "make this the partition count (1 to 4096)")
+	return cmd
 }
 
 func newStatusCommand(o *operatorFlags) *cobra.Command {

@@ -162,3 +162,28 @@ func TestGetShowsDeliveryEvidence(t *testing.T) {
 	require.Equal(t, "BOUNCED", v.Delivery.Status)
 	require.Len(t, v.Delivery.Events, 2)
 }
+
+// TestPartitionsSetsTheCountLive: `ferry partitions --set` asks first, then
+// records the count in the partition map (ADR 0011); new actions use it
+// and a session given the old --partitions still opens.
+func TestPartitionsSetsTheCountLive(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	require.NoError(t, tb.s.Partitions(tb.ctx, 0))
+	require.Contains(t, tb.out.String(), "count 2")
+	var ex *Error
+	require.ErrorAs(t, tb.s.Partitions(tb.ctx, 8), &ex)
+	require.Equal(t, ExitNotConfirmed, ex.Code)
+	tb.s.Yes = true
+	require.NoError(t, tb.s.Partitions(tb.ctx, 8))
+	require.Contains(t, tb.out.String(), "count 8 (new lanes and keyless actions), live 8, kept 8")
+	seen := map[int]bool{}
+	for range 16 {
+		seen[tb.enqueue(t, outbox.EnqueueParams{}).Partition] = true
+	}
+	require.Len(t, seen, 8, "keyless actions spread over the new count")
+	_, err := NewSession(tb.ctx, tb.db, tb.clk, Target{Table: "ferry", Partitions: 2})
+	require.NoError(t, err, "the map says where rows are: the old --partitions is no longer refused")
+	require.ErrorAs(t, tb.s.Partitions(tb.ctx, 5000), &ex)
+	require.Equal(t, ExitUsage, ex.Code)
+}

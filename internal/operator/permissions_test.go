@@ -81,6 +81,7 @@ func TestPermissionsDocCoversTheCalls(t *testing.T) {
 		"ferry actions cancel": took(func() { ok(tb.s.Cancel(tb.ctx, prop.ID)) }),
 		"`admit`":              took(func() { ok(tb.s.Admit(tb.ctx, prop2.ID)) }),
 		"ferry subjects erase": took(func() { ok(tb.s.Erase(tb.ctx, EraseParams{SubjectID: "s", AllWorkspaces: true})) }),
+		"ferry partitions":     took(func() { ok(tb.s.Partitions(tb.ctx, 8)) }),
 	}
 	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
 	require.NoError(t, err)

@@ -148,7 +148,10 @@ func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams
 	case findWorkspace:
 		return e.findWorkspacePage(ctx, p, start, limit)
 	case findLane:
-		part := LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
+		part, err := e.lanePartitionNow(ctx, laneID{p.WorkspaceID, p.LaneKey}, start)
+		if err != nil {
+			return nil, nil, 0, err
+		}
 		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
 			TableName: e.table(), KeyConditionExpression: aws.String("#pk = :pk AND begins_with(#sk, :a)"),
 			FilterExpression:          aws.String("#lane = :lane AND #ws = :ws"),

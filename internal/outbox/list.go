@@ -233,7 +233,10 @@ func (e *Engine) workspaceListPage(ctx context.Context, r *listRun) (listPage, e
 // laneListPage reads the lane's partition (a consistent Query in seq
 // order); the lane filter goes in the read.
 func (e *Engine) laneListPage(ctx context.Context, r *listRun) (listPage, error) {
-	part := LanePartition(r.p.WorkspaceID, r.p.LaneKey, e.cfg.Partitions)
+	part, err := e.lanePartitionNow(ctx, laneID{r.p.WorkspaceID, r.p.LaneKey}, r.start)
+	if err != nil {
+		return listPage{}, err
+	}
 	out, err := e.db.Query(ctx, &dynamodb.QueryInput{
 		TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :a)"),
 		FilterExpression:         aws.String("#ws = :ws AND #lane = :lane"),

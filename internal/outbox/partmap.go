@@ -460,3 +460,19 @@ func (e *Engine) noRow(ctx context.Context, p int) (bool, error) {
 	}
 	return true, nil
 }
+
+// lanePartitionNow is the partition a lane listing reads: the one a page's
+// start key names, else the partition of the lane's tail (its live
+// members), else the lane's partition under the count. Members a lane had
+// under an earlier count, in another partition, are not listed (ADR 0011).
+func (e *Engine) lanePartitionNow(ctx context.Context, lid laneID, start map[string]types.AttributeValue) (int, error) {
+	if pk := getS(start, attrPK); pk != "" {
+		return partitionOfPK(pk), nil
+	}
+	t, err := e.readTail(ctx, lid)
+	if err != nil || t.seq != 0 {
+		return t.p, err
+	}
+	count, _, err := e.partitionCounts(ctx)
+	return LanePartition(lid.ws, lid.lane, count), err
+}

@@ -220,6 +220,9 @@ var _ = register("LaneKeepsItsPartitionAcrossACountChange", func(ctx context.Con
 	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
 	require.Equal(t, a.Partition, b.Partition)
 	require.Equal(t, a.Seq, b.PrevSeq)
+	l, err := tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", LaneKey: lane})
+	require.NoError(t, err)
+	require.Len(t, l.Actions, 2, "the lane's listing reads its tail's partition")
 	// New lanes and keyless actions go below the count.
 	for i := 0; i < 6; i++ {
 		k := tb.enqueue(t, outbox.EnqueueParams{})
