@@ -345,4 +345,3 @@ var _ = register("ReaperAppliesTheDeployedCount", func(ctx context.Context, t *t
 	require.NoError(t, err)
 	require.Equal(t, 6, tb.layout(t).Count)
 })
-
