@@ -105,6 +105,9 @@ func (e *Engine) partitionMap(ctx context.Context) (partitionMap, error) {
 	// (retireGrace counts on it). Not under the lock: callers that find the
 	// map old at once read it each (a simulator steps them one at a time).
 	m, err := e.readPartitionMap(ctx, true)
+	if err == nil && m.n == 0 {
+		m, err = e.recordCount(ctx, m)
+	}
 	if err != nil {
 		return partitionMap{}, err
 	}
@@ -195,10 +198,33 @@ func (e *Engine) updatePartitionMap(ctx context.Context, m partitionMap, u *mapU
 }
 
 // createPartitionMap writes the map of a table this engine just created:
-// no build before ADR 0011 ever wrote a lane tail in it.
+// its count, and no build before ADR 0011 ever wrote a lane tail in it.
 func (e *Engine) createPartitionMap(ctx context.Context) error {
-	_, err := e.updatePartitionMap(ctx, partitionMap{}, newMapUpdate().setTo(attrTails, avS(tailsOwn)))
+	u := setCount(partitionMap{}, &e.cfg, e.cfg.Partitions, e.clk.Now()).setTo(attrMapDep, avN(int64(e.cfg.Partitions)))
+	_, err := e.updatePartitionMap(ctx, partitionMap{}, u.setTo(attrTails, avS(tailsOwn)))
 	return err
+}
+
+// recordCount records this engine's Config.Partitions as the count of a
+// map that has none (a table older builds wrote), before the engine uses
+// the map: from then on every engine writes below the recorded watermarks,
+// whatever its own setting (another engine may record its count first:
+// then that one stands). It returns the map as it is then.
+func (e *Engine) recordCount(ctx context.Context, m partitionMap) (partitionMap, error) {
+	for try := 0; try < 8 && m.n == 0; try++ {
+		u := setCount(m, &e.cfg, e.cfg.Partitions, e.clk.Now()).setTo(attrMapDep, avN(int64(e.cfg.Partitions)))
+		if _, err := e.updatePartitionMap(ctx, m, u); err != nil {
+			return m, err
+		}
+		var err error
+		if m, err = e.readPartitionMap(ctx, true); err != nil {
+			return m, err
+		}
+	}
+	if m.n == 0 {
+		return m, errors.New("outbox: the partition map keeps changing")
+	}
+	return m, nil
 }
 
 // oldTailsPossible reports whether a lane's tail may still be in a
