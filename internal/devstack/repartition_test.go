@@ -65,7 +65,10 @@ func TestLiveRepartitionUnderLoad(t *testing.T) {
 			break
 		}
 		seen = b.stack.WaitDrainPasses(wctx, seen)
-		require.NoError(t, wctx.Err(), "delivered %d of %d\nlogs:\n%s", n, total, b.logs.String())
+		if wctx.Err() != nil {
+			b.stop(t)
+			t.Fatalf("delivered %d of %d\nlogs:\n%s", n, total, b.logs.String())
+		}
 	}
 
 	rcv.mu.Lock()
