@@ -152,14 +152,17 @@ func (e *Engine) successorOf(ctx context.Context, p int, lid laneID, seq int64) 
 // that range, so only deep lanes come here (design.md §7.3).
 func (e *Engine) successorQuery(ctx context.Context, p int, seq, upper int64) (int64, error) {
 	in := &dynamodb.QueryInput{
-		TableName:                e.table(),
-		KeyConditionExpression:   aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
-		FilterExpression:         aws.String("#prev = :seq"),
+		TableName:              e.table(),
+		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+		// Live rows only: a member that ended out of order keeps the prev it
+		// had (its relink moved its successor, not its own link), so an
+		// ended row can name seq too, and the relink's condition refuses it.
+		FilterExpression:         aws.String("#prev = :seq AND " + liveCond),
 		ProjectionExpression:     aws.String("sk"),
-		ExpressionAttributeNames: map[string]string{"#prev": attrPrev},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
+		ExpressionAttributeNames: map[string]string{"#prev": attrPrev, "#st": attrState},
+		ExpressionAttributeValues: liveVals(map[string]types.AttributeValue{
 			":pk": avS(partitionPK(p)), ":lo": avS(actionSK(seq + 1)), ":hi": avS(actionSK(upper)), ":seq": avN(seq),
-		},
+		}),
 		ConsistentRead: aws.Bool(true),
 		Limit:          aws.Int32(100),
 	}

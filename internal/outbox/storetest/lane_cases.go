@@ -118,6 +118,41 @@ var _ = register("DeepLaneOutOfOrderEndIsRelinkedPastTheWalk", func(ctx context.
 	require.Equal(t, want, got, "lane L runs in order")
 })
 
+// An ended member keeps its prev after its relink (the row is out of the
+// chain, not changed). When the member it names ends out of order too, the
+// successor search past the walk must take the live member that names it,
+// not the ended one: it took the ended one, the relink's condition refused
+// it eight times, the end went without a relink, and once retention deleted
+// the member the live successor named a gone row and ran while the lane's
+// head was live (simulator seed 1977 -repartition, on ADR 0011's branch).
+var _ = register("DeepLaneSecondOutOfOrderEndSkipsAnEndedMember", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Retention = time.Hour })
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L", Propose: true})
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
+	// More members behind c than an end walks back from the tail
+	// (maxSuccessorWalk is 16).
+	var m []outbox.Action
+	for i := 0; i < 20; i++ {
+		m = append(m, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"}))
+	}
+	_, err := tb.e.Cancel(ctx, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, b.Seq, tb.prevOf(t, m[0]), "c's successor now names b")
+	_, err = tb.e.Cancel(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, a.Seq, tb.prevOf(t, m[0]), "b's live successor (not the ended c) now names a")
+	// b and c are deleted while a is live: nothing of the lane passes.
+	tb.b.Clock.Advance(2 * time.Hour)
+	ret, err := tb.settled().Retain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, ret.Deleted)
+	res, _, _ := tb.claim(t, 0, 100)
+	for _, g := range res.Groups {
+		require.NotEqual(t, "L", g[0].LaneKey, "lane L waits for a")
+	}
+})
+
 // appendBeforeTransact runs fn once, before the first transaction it sees.
 type appendBeforeTransact struct {
 	outbox.DynamoDB
