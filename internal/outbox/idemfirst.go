@@ -278,6 +278,26 @@ func (e *Engine) seal(ctx context.Context, p int, seq int64) error {
 // found there erased too, so that nothing of the subject can appear after
 // the erasure.
 func (e *Engine) eraseIdemRecord(ctx context.Context, pk, sk string) error {
+	// A record kept in its action's transaction (laned, batch, library
+	// mode) or an ended one names an action of the same subject. A lagging
+	// subject index can show the record without the action: erase the
+	// action too, and before the record, or an erasure failing between the
+	// two would leave the key free while its action is there (invariant 6:
+	// a resend made a second action, simulator seed 1720).
+	cur, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: e.table(), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return fmt.Errorf("error reading idempotency record: %w", err)
+	}
+	if len(cur.Item) == 0 {
+		return nil
+	}
+	erased := ""
+	if _, pending := pendingFromRecord(cur.Item); !pending {
+		erased = getS(cur.Item, attrID)
+		if err := e.eraseRecordAction(ctx, erased); err != nil {
+			return err
+		}
+	}
 	out, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: e.table(), Key: key(pk, sk), ReturnValues: types.ReturnValueAllOld,
 	})
@@ -286,12 +306,12 @@ func (e *Engine) eraseIdemRecord(ctx context.Context, pk, sk string) error {
 	}
 	a, ok := pendingFromRecord(out.Attributes)
 	if !ok {
-		// A record kept in its action's transaction (laned, batch, library
-		// mode) or an ended one: its action has the same subject. A lagging
-		// subject index can show the record without the action; erase the
-		// action too, or the key would be free while the action lives
-		// (invariant 6) and the action would outlive its subject's erasure.
-		return e.eraseRecordAction(ctx, getS(out.Attributes, attrID))
+		// Its action erased above, unless the record changed since it was
+		// read (a pending record that was finished in between).
+		if id := getS(out.Attributes, attrID); id != erased {
+			return e.eraseRecordAction(ctx, id)
+		}
+		return nil
 	}
 	err = e.seal(ctx, a.Partition, a.Seq)
 	if err == nil || !isCondFailed(err) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
@@ -103,4 +104,51 @@ var _ = register("EndWhoseProcessDiesLeavesItsRecordWithoutTTL", func(ctx contex
 		require.NoError(t, err)
 		require.Greater(t, ttl, a.EndedAt.Add(tb.cfg.Retention).Unix(), "the record outlives its action's row")
 	}
+})
+
+// lagSubjectActions answers subject-index Queries without the action rows,
+// as a lagging index (eventually consistent) can: the erasure sees the
+// idempotency record before its action.
+type lagSubjectActions struct{ outbox.DynamoDB }
+
+func (d lagSubjectActions) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := d.DynamoDB.Query(ctx, in, o...)
+	if err != nil || in.IndexName == nil || *in.IndexName != outbox.IndexSubject {
+		return out, err
+	}
+	kept := out.Items[:0:0]
+	for _, it := range out.Items {
+		if !strings.HasPrefix(str(it, "sk"), "A#") {
+			kept = append(kept, it)
+		}
+	}
+	out.Items = kept
+	return out, nil
+}
+
+// An erasure that fails between an idempotency record and the action it
+// names must leave the key taken while the action is there: it deleted the
+// record first, so a resend with the key made a second action beside the
+// retained first one (invariant 6; simulator seed 1720 on 926bcd5).
+var _ = register("FailedErasureKeepsTheKeyOfItsAction", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	// Laned: the record is written in the action's transaction, so it
+	// names an action that is there (not a written-first pending record).
+	first := tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "k", LaneKey: "L", SubjectID: "alice"})
+	f := &faultyDB{DynamoDB: tb.b.DB}
+	f.crashFrom(func(op string, k map[string]types.AttributeValue) bool {
+		return strings.HasPrefix(str(k, "sk"), "A#")
+	})
+	dying, err := outbox.New(lagSubjectActions{f}, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
+	require.NoError(t, err)
+	_, err = dying.EraseSubject(ctx, "ws", "alice")
+	require.Error(t, err, "the erasure's process died at the action")
+	again := tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "k", LaneKey: "L", SubjectID: "alice"})
+	require.Equal(t, first.ID, again.ID, "the key still names its action after the failed erasure")
+	// The erasure, tried again, finishes: then the key is free.
+	n, err := tb.settled().EraseSubject(ctx, "ws", "alice")
+	require.NoError(t, err)
+	require.Positive(t, n)
+	fresh := tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "k", LaneKey: "L", SubjectID: "alice"})
+	require.NotEqual(t, first.ID, fresh.ID)
 })
