@@ -18,16 +18,6 @@ import (
 // the two a claimer can die or pause; what its fence update left behind (a
 // stale entry) must never lose an action nor let two claims run.
 
-// faultyEngine is an engine of this build over a faultyDB of the bundle's
-// backend.
-func (tb *bundle) faultyEngine(t *testing.T) (*outbox.Engine, *faultyDB) {
-	t.Helper()
-	f := &faultyDB{DynamoDB: tb.b.DB}
-	e, err := outbox.New(f, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
-	require.NoError(t, err)
-	return e, f
-}
-
 // isActionKey tells an action row's key (not the fence row's).
 func isActionKey(key map[string]types.AttributeValue) bool {
 	return len(str(key, "sk")) > 2 && str(key, "sk")[:2] == "A#"
@@ -37,7 +27,7 @@ var _ = register("ClaimerDiedAfterItsFenceUpdateLosesNothing", func(ctx context.
 	tb := setup(ctx, t, nb, nil)
 	a := tb.enqueue(t, outbox.EnqueueParams{})
 	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	e, f := tb.faultyEngine(t)
+	e, f := tb.faulty(t)
 	tb.settled()
 	v, err := e.FenceTake(ctx, 0, "dies", tb.b.Clock.Now().Add(time.Minute))
 	require.NoError(t, err)
@@ -78,7 +68,7 @@ var _ = register("StaleEntryOfAPausedClaimerIsKeptUntilItsClaimCannotLand", func
 	tb := setup(ctx, t, nb, nil)
 	older := tb.enqueue(t, outbox.EnqueueParams{})
 	s := tb.enqueue(t, outbox.EnqueueParams{})
-	e, f := tb.faultyEngine(t)
+	e, f := tb.faulty(t)
 	tb.settled()
 	v, err := e.FenceTake(ctx, 0, "paused", tb.b.Clock.Now().Add(time.Minute))
 	require.NoError(t, err)
@@ -115,7 +105,7 @@ var _ = register("StaleEntryOfAPausedClaimerIsKeptUntilItsClaimCannotLand", func
 var _ = register("ClaimUpdateWithoutAnAnswerIsReadBack", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
 	a := tb.enqueue(t, outbox.EnqueueParams{})
-	e, f := tb.faultyEngine(t)
+	e, f := tb.faulty(t)
 	tb.settled()
 	// Every claim update lands and loses its answer: the retry is refused
 	// by the epoch the first try moved, and the claim reads the row back.
@@ -149,7 +139,7 @@ var _ = register("LaneGroupStopsAtItsFirstRefusedMember", func(ctx context.Conte
 	m2 := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
 	m3 := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
 	other := tb.enqueue(t, outbox.EnqueueParams{})
-	e, f := tb.faultyEngine(t)
+	e, f := tb.faulty(t)
 	tb.settled()
 	// m2 is cancelled between the claim's fence update and its claim update
 	// (groups are claimed two at a time: the hook runs on the claim's
