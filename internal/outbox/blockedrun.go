@@ -168,23 +168,49 @@ type dueMark struct {
 // in what a claim read from the front (marks, in index order) and
 // remembers it in the hold when it is long enough to be worth it: at least
 // two batches' worth of rows that every claim would otherwise read again.
+//
+// Rows due before now less the clock skew bound and the write margin are
+// all in the index by now (the firm part of the run); a row due later may
+// still enter it at or before the run's last key (a write in flight, the
+// index's lag). A firm run of two batches is remembered until its blocking
+// lease ends. A run that is long enough only with its young rows is
+// remembered until every row due at or before its last key must be in the
+// index too (its last row's due time plus the bound), or its lease ends,
+// whichever is first: then a claim reads it from the front once more and,
+// the run now firm, remembers it until the lease ends. A row that entered
+// the young run late waits at most until then (ADR 0012 part 3, amended).
 func (e *Engine) rememberBlockedRun(r *claimRun, marks []dueMark) {
-	newest := r.now.Add(-e.cfg.ClockSkew - e.cfg.WriteMargin)
-	var run blockedRun
-	n := 0
+	bound := e.cfg.ClockSkew + e.cfg.WriteMargin
+	newest := r.now.Add(-bound)
+	var run, firm blockedRun
+	var last time.Time // the due time of the run's last row
+	n, nFirm := 0, 0
 	for _, m := range marks {
 		u, ok := r.blockedUntil[m.seq]
-		if !m.kept || !ok || !u.After(r.now) || !m.due.Before(newest) {
+		if !m.kept || !ok || !u.After(r.now) {
 			break
 		}
 		if run.until.IsZero() || u.Before(run.until) {
 			run.until = u
 		}
-		run.sk = m.sk
+		run.sk, last = m.sk, m.due
 		n++
+		if m.due.Before(newest) {
+			firm, nFirm = run, n
+		}
 	}
-	if n >= 2*r.limit {
-		r.h.remember(run)
+	switch {
+	case nFirm >= 2*r.limit:
+		r.h.remember(firm)
+	case n >= 2*r.limit:
+		// Every row due at or before last is in the index once last is
+		// older than the bound: from last + bound + 1 ms on.
+		if visible := last.Add(bound + time.Millisecond); visible.Before(run.until) {
+			run.until = visible
+		}
+		if run.until.After(r.now) {
+			r.h.remember(run)
+		}
 	}
 }
 

@@ -143,6 +143,82 @@ var _ = register("StrandedLaneIsReadOncePerLease", func(ctx context.Context, t *
 	}
 })
 
+var _ = register("YoungStrandedRunIsReadOnceUntilItIsFirm", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	res, _, _ := tb.claim(t, 0, 1) // stranded: its drainer died, its lease runs
+	require.Equal(t, [][]string{{head.ID}}, ids(res))
+	lease := tb.get(t, head.ID).LeaseExpiresAt
+	var lane []outbox.Action
+	for range 60 {
+		lane = append(lane, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"}))
+	}
+	// The run is younger than the skew bound and the write margin: a row
+	// due inside it may still enter the index.
+	tb.b.Clock.Advance(time.Second)
+	db := &countingDB{DynamoDB: tb.b.DB, calls: map[string]int{}}
+	e, err := outbox.New(db, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
+	require.NoError(t, err)
+	wake := func() int {
+		t.Helper()
+		k := tb.enqueue(t, outbox.EnqueueParams{})
+		tb.b.Clock.Advance(time.Second)
+		before := db.snapshot()["Query due items"]
+		tb.settled()
+		r, err := e.DrainPartition(ctx, 0, outbox.DrainParams{})
+		require.NoError(t, err)
+		require.Equal(t, 1, r.Ended)
+		require.Equal(t, outbox.StateDONE, tb.get(t, k.ID).State)
+		return db.snapshot()["Query due items"] - before
+	}
+	require.GreaterOrEqual(t, wake(), 61, "the first drain reads the blocked run")
+	// Until the run's rows must all be in the index, later wake-ups read
+	// past it (before ADR 0012 part 3's amendment: every one read it all).
+	for range 3 {
+		require.Equal(t, 1, wake(), "only the new action is read")
+	}
+	// Once its last row is older than the bound, the run is read from the
+	// front once more, and then remembered until the head's lease ends.
+	tb.b.Clock.Advance(tb.cfg.ClockSkew + tb.cfg.WriteMargin)
+	require.GreaterOrEqual(t, wake(), 61, "the run is read again once it is firm")
+	for range 3 {
+		require.Equal(t, 1, wake(), "only the new action is read")
+	}
+	tb.b.Clock.Set(lease)
+	for range 10 {
+		tb.drain(t)
+		tb.b.Clock.Advance(time.Second)
+	}
+	require.Equal(t, outbox.StateDONE, tb.get(t, head.ID).State)
+	for _, a := range lane {
+		require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
+	}
+})
+
+var _ = register("LateRowInAYoungStrandedRunWaitsUntilTheRunIsFirm", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	res, _, _ := tb.claim(t, 0, 1)
+	require.Equal(t, [][]string{{head.ID}}, ids(res))
+	for range 60 {
+		tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	}
+	tb.b.Clock.Advance(time.Second)
+	tb.drain(t) // remembers the young run (two batches and more)
+	// A keyless enqueue whose clock runs behind (within the skew bound)
+	// lands inside the remembered run.
+	tb.b.Clock.Advance(-2 * time.Second)
+	late := tb.enqueue(t, outbox.EnqueueParams{})
+	tb.b.Clock.Advance(3 * time.Second)
+	tb.drain(t)
+	require.Equal(t, outbox.StateADMITTED, tb.get(t, late.ID).State, "inside the run: not read before it is firm")
+	// Once the run's rows must all be in the index, the run is read from
+	// the front again and the late row is claimed.
+	tb.b.Clock.Advance(tb.cfg.ClockSkew + tb.cfg.WriteMargin)
+	tb.drain(t)
+	require.Equal(t, outbox.StateDONE, tb.get(t, late.ID).State)
+})
+
 var _ = register("IndependentLanesPassStrandedHead", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
 	// Lane A's head waits for a retry; its successor is due but blocked.
