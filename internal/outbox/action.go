@@ -100,9 +100,11 @@ type Action struct {
 // and by the drainer, read by the attempt and the end.
 type claimMarks struct {
 	// fenced: the claim itself set the write fence (WriteStartedAt is the
-	// claim's time): an idempotent-receiver action claimed at the head of
-	// its lane group.
+	// claim's time): an idempotent-receiver action.
 	fenced bool
+	// head: for a claim-fenced member behind its group's head, the head's
+	// seq, which the claim wrote as `wsh` (ADR 0015); 0 for a head.
+	head int64
 	// reclaimed: the claim took the action from EXECUTING (an earlier
 	// claim's lease ran out), so an earlier attempt may have written.
 	reclaimed bool
@@ -113,4 +115,10 @@ type claimMarks struct {
 	// fenceUntil: when the claimer's lease on the partition's claim fence
 	// ends (zero when unknown). Set by the drainer.
 	fenceUntil time.Time
+	// hold and deadline: the drainer's hold of the claim fence and its
+	// deadline, with which a claim-fenced member's attempt takes the
+	// fence's lease longer before its call (fenceCovers). Set by the
+	// drainer; nil outside a drain.
+	hold     *fenceHold
+	deadline time.Time
 }

@@ -17,9 +17,10 @@ const (
 	// ReadBack providers can find an earlier write: exactly once.
 	ReadBack DeliveryClass = iota + 1
 	// IdempotentReceiver providers deduplicate by a key Ferry sends: retries
-	// after the fence are harmless. The claim that takes such an action at
-	// the head of its lane group sets its fence (design.md §5): it is in flight
-	// from its claim on, and an erasure after the claim does not recall it.
+	// after the fence are harmless. The claim that takes such an action sets
+	// its fence (design.md §5; a lane member behind its group's head too, ADR
+	// 0015): it is in flight from its claim on, and an erasure after the
+	// claim does not recall it.
 	IdempotentReceiver
 	// AtMostOnce providers can neither be read back nor deduplicate: once the
 	// write fence is set the action is never sent again.

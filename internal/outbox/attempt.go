@@ -109,8 +109,8 @@ func (e *Engine) release(ctx context.Context, a *Action) (settled bool, err erro
 		c.vals[":adm"], c.vals[":one"], c.vals[":nat"] = avS(string(StateADMITTED)), avN(1), avMs(at)
 		c.vals[":dsk"] = avS(timeSK(at, a.Seq))
 		if a.claim.fenced {
-			upd += ", #wsa"
-			c = c.and(cond{expr: "#wsa = :mywsa", names: map[string]string{"#wsa": attrWrite},
+			upd += ", #wsa, #wsh"
+			c = c.and(cond{expr: "#wsa = :mywsa", names: map[string]string{"#wsa": attrWrite, "#wsh": attrWriteHead},
 				vals: map[string]types.AttributeValue{":mywsa": avMs(a.WriteStartedAt)}})
 		} else {
 			c = c.and(cond{expr: "attribute_not_exists(#wsa)", names: map[string]string{"#wsa": attrWrite}})
@@ -217,7 +217,10 @@ func (e *Engine) attemptRow(ctx context.Context, claimed Action, row map[string]
 		a.claim.fenced = claimed.claim.fenced && a.WriteStartedAt.Equal(claimed.WriteStartedAt)
 		a.claim.reclaimed = claimed.claim.reclaimed
 	}
-	a.claim.followed, a.claim.fenceUntil = claimed.claim.followed, claimed.claim.fenceUntil
+	// What the claim and the drainer know beyond the row.
+	fenced := a.claim.fenced
+	a.claim = claimed.claim
+	a.claim.fenced = fenced
 	return a, true, nil
 }
 
@@ -316,8 +319,10 @@ func (e *Engine) fenceAndCall(ctx context.Context, st *attemptRun) (res Result, 
 // claimFenceHolds checks the other guard of a fence the claim set (design.md
 // §5): enough lease left for the call, on our own clock with the skew bound
 // on top (only the holder extends the lease and nobody claims before it
-// ends; Prepare may have used it up). done: the claimer's lease on the claim
-// fence could end during the call (see nearFenceEnd), so the action is
+// ends; Prepare may have used it up; a member's lease was renewed while it
+// waited). done: the claimer's lease on the claim fence could end during
+// the call (see nearFenceEnd) — for a member behind a head, and it could
+// not take that lease longer (fenceCovers, ADR 0015) — so the action is
 // given back, uncounted.
 func (e *Engine) claimFenceHolds(ctx context.Context, st *attemptRun) (callable, done bool, err error) {
 	a := st.a
@@ -326,7 +331,13 @@ func (e *Engine) claimFenceHolds(ctx context.Context, st *attemptRun) (callable,
 		e.obs.FenceRefused(a)
 		return false, false, nil
 	}
-	if !a.claim.fenceUntil.IsZero() && now.Add(e.cfg.WriteMargin).After(a.claim.fenceUntil) {
+	var near bool
+	if a.claim.head != 0 && a.claim.hold != nil {
+		near = !e.fenceCovers(ctx, a.claim.hold, a.claim.deadline)
+	} else {
+		near = !a.claim.fenceUntil.IsZero() && now.Add(e.cfg.WriteMargin).After(a.claim.fenceUntil)
+	}
+	if near {
 		st.rep.Outcome = OutcomeAbandoned
 		settled, err := e.release(ctx, a)
 		st.rep.Settled = settled
@@ -433,6 +444,7 @@ func (e *Engine) applyEnd(ctx context.Context, a *Action, d decision, res Result
 func backToAdmitted(a *Action, d decision, at time.Time, c cond) (string, cond) {
 	upd := "SET #st = :adm, #nat = :at, #dpk = :dpk, #dsk = :dsk"
 	c.names["#st"], c.names["#nat"], c.names["#wsa"], c.names["#dsk"] = attrState, attrNext, attrWrite, attrDueSK
+	c.names["#wsh"] = attrWriteHead
 	c.names["#dpk"], c.vals[":dpk"] = attrDuePK, avS(duePK(a.Partition))
 	c.vals[":adm"], c.vals[":dsk"] = avS(string(StateADMITTED)), avS(timeSK(at, a.Seq))
 	if d.Uncount {
@@ -444,10 +456,10 @@ func backToAdmitted(a *Action, d decision, at time.Time, c cond) (string, cond) 
 		upd += ", #dfn = if_not_exists(#dfn, :zero) + :one, #dfs = if_not_exists(#dfs, :dsince)"
 		c = c.and(condDeferral(d.Deferral))
 		c.vals[":zero"], c.vals[":one"], c.vals[":dsince"] = avN(0), avN(1), avMs(d.Deferral.Since)
-		return upd + " REMOVE #lx, #own, #wsa", c
+		return upd + " REMOVE #lx, #own, #wsa, #wsh", c
 	}
 	c.names["#dfn"], c.names["#dfs"] = attrDefers, attrDeferAt
-	return upd + " REMOVE #lx, #own, #wsa, #dfn, #dfs", c
+	return upd + " REMOVE #lx, #own, #wsa, #wsh, #dfn, #dfs", c
 }
 
 // rereadWait is the write of a Reread (design.md §7.2): the fence stays; the
@@ -459,7 +471,11 @@ func rereadWait(a *Action, at time.Time, c cond) (string, cond) {
 	c.names["#dsk"], c.names["#dpk"] = attrDueSK, attrDuePK
 	c.names["#dfn"], c.names["#dfs"] = attrDefers, attrDeferAt
 	c.vals[":dsk"], c.vals[":dpk"] = avS(timeSK(at, a.Seq)), avS(duePK(a.Partition))
-	return "SET #lx = :at, #dpk = :dpk, #dsk = :dsk REMOVE #own, #dfn, #dfs", c
+	// The attempt started, so every earlier member of the lane had ended:
+	// a fence the claim set behind a head now stands for a start in lane
+	// order (`wsh` goes, ADR 0015).
+	c.names["#wsh"] = attrWriteHead
+	return "SET #lx = :at, #dpk = :dpk, #dsk = :dsk REMOVE #own, #dfn, #dfs, #wsh", c
 }
 
 // ErrNotHeld is returned by AttemptFinish when the write's condition refused
@@ -486,8 +502,10 @@ func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*A
 	cur.Epoch, cur.Owner = held.Epoch, held.Owner
 	d := e.decideAttempt(&cur, res)
 	// A caller may finish a lane member claimed behind a head that has not
-	// ended; only a set write fence proves the lane before it ended.
-	_, refused, err := e.applyDecision(ctx, &cur, d, res, !cur.WriteStartedAt.IsZero())
+	// ended; only a set write fence proves the lane before it ended, and not
+	// one a claim set behind a head (`wsh`, ADR 0015).
+	inOrder := !cur.WriteStartedAt.IsZero() && getN(it, attrWriteHead) == 0
+	_, refused, err := e.applyDecision(ctx, &cur, d, res, inOrder)
 	if err != nil {
 		return nil, err
 	}

@@ -36,12 +36,17 @@ var endedStates = []State{StateDONE, StateUNCERTAIN, StateFAILED, StateCANCELLED
 
 // claimUpdateParams describe one candidate's claim: the claimer, the claim's
 // time and the lease it gives; AnyDue takes an ADMITTED action whatever its
-// due time (RunNow); Fence sets the write fence with the claim.
+// due time (RunNow); Fence sets the write fence with the claim (and `wsh`
+// for a member, removes it for a head).
 type claimUpdateParams struct {
 	Owner      string
 	Now, Lease time.Time
 	AnyDue     bool
 	Fence      bool
+	// Head is the seq of the lane group's head when the claim fences a
+	// member behind it (ADR 0015): the fence stands for a call made only
+	// once the head ended (`wsh`). 0: the action heads its group.
+	Head int64
 }
 
 // claimUpdate builds the conditional update that claims one candidate.
@@ -87,10 +92,18 @@ func (e *Engine) claimUpdate(c candidate, cu claimUpdateParams) *dynamodb.Update
 	// update, which landed before this write is sent, recorded it in the
 	// partition's in-flight map (ADR 0016).
 	upd := "SET #st = :exec, #ep = :nep, #att = :natt, #lx = :lx, #own = :own"
+	rm := " REMOVE #dpk, #dsk"
 	if cu.Fence {
 		upd += ", #wsa = :cnow"
+		cd.names["#wsh"] = attrWriteHead
+		if cu.Head != 0 {
+			upd += ", #wsh = :wsh"
+			cd.vals[":wsh"] = avN(cu.Head)
+		} else {
+			rm += ", #wsh"
+		}
 	}
-	upd += " REMOVE #dpk, #dsk"
+	upd += rm
 	return &dynamodb.UpdateItemInput{
 		TableName:                 e.table(),
 		Key:                       actionKey(a.Partition, a.Seq),
@@ -113,8 +126,9 @@ const maxClaimWindow = 512
 // refused by its condition ends its lane group there (its lane successors
 // are not claimed): a short batch, not a failure. A stale fence gives
 // ErrFenceRefused.
-// The claim of an idempotent-receiver action at the head of its group also
-// sets its write fence (design.md §5): from then on it counts as started (the
+// The claim of an idempotent-receiver action (a head or, with `wsh`, a
+// member behind its group's head: ADR 0015) also sets its write fence
+// (design.md §5): from then on it counts as started (the
 // returned Action's WriteStartedAt is set), and a caller that does not run
 // it should finish it with a Retry (AttemptFinish) rather than let its lease
 // run out. The claimed actions carry their ids: the due index does not
@@ -351,27 +365,33 @@ func (e *Engine) claimFenceWrite(ctx context.Context, r *claimRun, set map[int64
 func (e *Engine) claimGroup(ctx context.Context, r *claimRun, g []candidate) ([]Action, int) {
 	run := make([]Action, 0, len(g))
 	for mi, c := range g {
-		if !e.claimOne(ctx, r, c, mi) {
+		head := int64(0)
+		if mi > 0 {
+			head = g[0].a.Seq
+		}
+		if !e.claimOne(ctx, r, c, head) {
 			return run, 1
 		}
 		a := c.a
 		a.State, a.Epoch, a.Attempt, a.LeaseExpiresAt, a.Owner = StateEXECUTING, a.Epoch+1, a.Attempt+1, r.lx, r.cp.Owner
-		markClaimFence(&a, c, mi, r.now)
+		markClaimFence(&a, c, head, r.now)
 		run = append(run, a)
 	}
 	return run, 0
 }
 
-// claimOne sends the claim update of one candidate (the mi-th of its group)
+// claimOne sends the claim update of one candidate (behind its group's head
+// when head is not 0)
 // and reports whether the row is now claimed by this claim. A try without
 // an answer is sent again; a refusal after one, or a last try without an
 // answer, is settled by reading the row back (design.md §5 step 6): the
 // claim holds the action when the row carries its epoch, owner and lease.
 // An action claimed unread stays safe: its entry is in the map.
-func (e *Engine) claimOne(ctx context.Context, r *claimRun, c candidate, mi int) bool {
+func (e *Engine) claimOne(ctx context.Context, r *claimRun, c candidate, head int64) bool {
 	// Run now takes an admitted action whatever its due time.
 	in := e.claimUpdate(c, claimUpdateParams{
-		Owner: r.cp.Owner, Now: r.now, Lease: r.lx, AnyDue: r.cp.OnlyID != "", Fence: claimFences(c, mi),
+		Owner: r.cp.Owner, Now: r.now, Lease: r.lx, AnyDue: r.cp.OnlyID != "", Fence: claimFences(c),
+		Head: head,
 	})
 	mine := func(it map[string]types.AttributeValue) bool {
 		return State(getS(it, attrState)) == StateEXECUTING && getN(it, attrEpoch) == c.a.Epoch+1 &&
@@ -423,25 +443,29 @@ func (e *Engine) claimForgetSettled(ctx context.Context, r *claimRun, fenceWritt
 	return e.inflightWrite(ctx, r.h, r.renew)
 }
 
-// claimFences reports whether the claim of the mi-th member of a lane group
-// sets the write fence itself (design.md §5): an idempotent receiver at the head
-// of its group, whose predecessor the claim read as ended (design.md §5 step
-// 3; an ended row never lives again), so that every earlier member of its
-// lane has ended and the action may be sent from its claim on. A member behind a head waits for the head to
-// end and keeps its own fence write: a fence set at its claim would tell the
-// reaper it started in lane order when it may not have.
-func claimFences(c candidate, mi int) bool {
-	return mi == 0 && c.class == IdempotentReceiver
+// claimFences reports whether the claim of an action sets the write fence
+// itself (design.md §5): every idempotent receiver. At the head of its
+// group, the claim read its predecessor as ended (design.md §5 step 3; an
+// ended row never lives again), so every earlier member of its lane has
+// ended and the action may be sent from its claim on. A member behind the
+// head is fenced by the claim too (ADR 0015), with `wsh` naming the head:
+// its call is made only once every member before it in the group ended, so
+// its fence does not say it started in lane order (the reaper and
+// AttemptFinish end it as out of order while `wsh` is there).
+func claimFences(c candidate) bool {
+	return c.class == IdempotentReceiver
 }
 
 // markClaimFence records on a claimed action what its claim wrote: the
 // fence at the claim's time (as the table stores it, in milliseconds) for a
-// claim-fenced head, and whether an earlier claim's attempt may have
-// written (the action was taken from EXECUTING).
-func markClaimFence(a *Action, c candidate, mi int, now time.Time) {
+// claim-fenced action, with its group's head (0: it is the head), and
+// whether an earlier claim's attempt may have written (the action was
+// taken from EXECUTING).
+func markClaimFence(a *Action, c candidate, head int64, now time.Time) {
 	a.claim.reclaimed = c.a.State == StateEXECUTING
-	if claimFences(c, mi) {
+	if claimFences(c) {
 		a.claim.fenced = true
+		a.claim.head = head
 		a.WriteStartedAt = time.UnixMilli(now.UnixMilli()).UTC()
 	}
 }

@@ -110,6 +110,32 @@ func (e *Engine) fenceRetake(ctx context.Context, h *fenceHold, until time.Time)
 	return nil
 }
 
+// fenceExtend lengthens the holder's lease on the claim fence to until,
+// for a claim-fenced lane member about to be called near the lease's end
+// (fenceCovers, ADR 0015). It keeps the version and is conditioned on the
+// version and owner the holder claimed under: it lands only when no other
+// drainer took the fence since (every take raises the version), so nobody
+// else can have claimed in the partition since, even if the lease ran out
+// meanwhile. ok is false when it was refused or got no answer.
+func (e *Engine) fenceExtend(ctx context.Context, h *fenceHold, until time.Time) bool {
+	h.mu.Lock()
+	version := h.version
+	h.mu.Unlock()
+	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 e.table(),
+		Key:                       key(partitionPK(h.p), skFence),
+		UpdateExpression:          aws.String("SET #olx = :until"),
+		ConditionExpression:       aws.String("#cv = :v AND #o = :o"),
+		ExpressionAttributeNames:  map[string]string{"#cv": attrClaimVersion, "#o": attrFenceOwner, "#olx": attrFenceLease},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": avN(version), ":o": avS(h.owner), ":until": avMs(until)},
+	})
+	if err != nil {
+		return false
+	}
+	h.setLeaseEnd(until)
+	return true
+}
+
 // fenceRelease ends the hold's lease on the fence and removes the entries
 // it saw settle (and writes the blocked run it found or dropped), in one
 // write conditioned on still holding the fence.

@@ -79,7 +79,38 @@ func (e *Engine) nearDeadline(p DrainParams) bool {
 // would free, can start before the head's call has ended. When the fence's
 // lease ends at the drain's deadline this is nearDeadline.
 func (e *Engine) nearFenceEnd(p DrainParams) bool {
-	return !p.fenceUntil.IsZero() && e.clk.Now().Add(e.cfg.WriteMargin).After(p.fenceUntil)
+	until := p.fenceUntil
+	if p.hold != nil && !p.hold.leaseEnd().IsZero() {
+		// A member's attempt may have taken it longer (fenceCovers).
+		until = p.hold.leaseEnd()
+	}
+	return !until.IsZero() && e.clk.Now().Add(e.cfg.WriteMargin).After(until)
+}
+
+// fenceCovers reports whether the drainer's lease on the claim fence
+// covers a provider call of a claim-fenced lane member started now (the
+// rule of nearFenceEnd), taking the lease longer first when it does not
+// (fenceExtend; ADR 0015): a member may have waited behind its head for
+// most of the lease. False: the member must not be called now (it is given
+// back). Without a hold (a caller's own Claim) there is no lease to judge.
+func (e *Engine) fenceCovers(ctx context.Context, h *fenceHold, deadline time.Time) bool {
+	if h == nil {
+		return true
+	}
+	h.extending.Lock()
+	defer h.extending.Unlock()
+	now := e.clk.Now()
+	if h.leaseEnd().IsZero() || !now.Add(e.cfg.WriteMargin).After(h.leaseEnd()) {
+		return true
+	}
+	until := now.Add(e.cfg.Lease)
+	if !deadline.IsZero() && deadline.Before(until) {
+		until = deadline
+	}
+	if now.Add(e.cfg.WriteMargin).After(until) {
+		return false // the drain's deadline is near: nothing more starts
+	}
+	return e.fenceExtend(ctx, h, until)
 }
 
 // fenceLease is how long a drainer takes a partition's claim fence for.
@@ -116,6 +147,7 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 		return nil, err
 	}
 	p.hold = h
+	h.setLeaseEnd(until)
 	defer func() {
 		// A fresh context: the fence should be released even when ctx
 		// ended. The release also forgets the in-flight entries of the
@@ -146,6 +178,10 @@ func (e *Engine) renewFence(ctx context.Context, h *fenceHold, p *DrainParams, r
 	if e.nearDeadline(*p) || !e.nearFenceEnd(*p) {
 		return false, nil
 	}
+	if end := h.leaseEnd(); end.After(p.fenceUntil) {
+		// A member's attempt took the lease longer (fenceCovers).
+		p.fenceUntil = end
+	}
 	until := e.fenceLease(*p)
 	if !until.After(p.fenceUntil) {
 		return false, nil
@@ -159,6 +195,7 @@ func (e *Engine) renewFence(ctx context.Context, h *fenceHold, p *DrainParams, r
 		return true, err
 	}
 	p.fenceUntil = until
+	h.setLeaseEnd(until)
 	return false, nil
 }
 
@@ -227,7 +264,7 @@ func (e *Engine) runGroups(ctx context.Context, groups [][]Action, rows map[int6
 func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[string]types.AttributeValue, p DrainParams, res *DrainResult) error {
 	e.unexpireReclaimed(ctx, g, rows)
 	for i := 0; i < len(g); i++ {
-		if ctx.Err() != nil || e.nearDeadline(p) || (g[i].claim.fenced && e.nearFenceEnd(p)) {
+		if ctx.Err() != nil || e.nearDeadline(p) || !e.claimFenceCovers(ctx, g[i], p) {
 			return e.releaseRest(ctx, g[i:], p.hold, res)
 		}
 		// The members waiting behind this one keep valid leases: renew those
@@ -244,6 +281,10 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[st
 		// this one is not the lane's tail (design.md §7.1).
 		g[i].claim.followed = i+1 < len(g)
 		g[i].claim.fenceUntil = p.fenceUntil
+		if p.hold != nil && !p.hold.leaseEnd().IsZero() {
+			g[i].claim.fenceUntil = p.hold.leaseEnd()
+		}
+		g[i].claim.hold, g[i].claim.deadline = p.hold, p.Deadline
 		rep, err := e.runAttempt(ctx, g[i], rows[g[i].Seq])
 		if rep.Started {
 			res.Started++
@@ -270,6 +311,21 @@ func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[st
 		}
 	}
 	return nil
+}
+
+// claimFenceCovers reports whether a claim-fenced action may start its
+// attempt as far as the drainer's lease on the claim fence goes: a head
+// only while that lease covers a call (nearFenceEnd, ADR 0008); a member
+// behind a head takes the lease longer when it does not (fenceCovers, ADR
+// 0015). Actions fenced by their own write are not judged here.
+func (e *Engine) claimFenceCovers(ctx context.Context, a Action, p DrainParams) bool {
+	switch {
+	case !a.claim.fenced:
+		return true
+	case a.claim.head == 0 || p.hold == nil:
+		return !e.nearFenceEnd(p)
+	}
+	return e.fenceCovers(ctx, p.hold, p.Deadline)
 }
 
 // renewWaiting renews the leases of waiting lane members that have less than
@@ -383,6 +439,7 @@ func (e *Engine) RunNow(ctx context.Context, id string) (*Action, error) {
 		return nil, err
 	}
 	defer func() { _ = e.fenceRelease(context.WithoutCancel(ctx), h) }()
+	h.setLeaseEnd(until)
 	cr, err := e.claim(ctx, a.Partition, ClaimParams{Owner: p.Owner, Version: h.version, Limit: 1, OnlyID: id, hold: h})
 	if err != nil {
 		return nil, err

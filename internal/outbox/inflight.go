@@ -49,6 +49,26 @@ type fenceHold struct {
 	blk     blockedRun
 	blkSet  *blockedRun
 	blkDrop bool
+
+	// until is when the holder's lease on the fence ends, as it last took
+	// or extended it (zero: unknown, a hold outside a drain); extending
+	// serializes the lane groups that take it longer (fenceCovers).
+	until     time.Time
+	extending sync.Mutex
+}
+
+// leaseEnd is when the holder's lease on the fence ends (zero: unknown).
+func (h *fenceHold) leaseEnd() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.until
+}
+
+// setLeaseEnd records a new end of the holder's lease on the fence.
+func (h *fenceHold) setLeaseEnd(until time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.until = until
 }
 
 func newFenceHold(p int, owner string, version int64, inf map[int64]time.Time) *fenceHold {

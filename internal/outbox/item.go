@@ -35,6 +35,7 @@ const (
 	attrLease     = "lx"
 	attrOwner     = "own"
 	attrWrite     = "wsa"
+	attrWriteHead = "wsh" // a member's claim fence: the seq of its group's head (ADR 0015)
 	attrExpires   = "xa"
 	attrEnded     = "ea"
 	attrStop      = "sr"

@@ -207,7 +207,9 @@ func (e *Engine) reapEnd(ctx context.Context, a *Action, v reapVerdict, res *Rea
 	// every earlier member of its lane had ended. One without a fence may be
 	// a member claimed behind its lane's head that never started (its
 	// drainer died while the head ran): earlier members may still be live.
-	inOrder := cur.State == StateEXECUTING && !cur.WriteStartedAt.IsZero()
+	// A member fenced by its claim behind its group's head (`wsh`, ADR
+	// 0015) may not have started: not in order either.
+	inOrder := cur.State == StateEXECUTING && !cur.WriteStartedAt.IsZero() && getN(full, attrWriteHead) == 0
 	_, err = e.end(ctx, &cur, endParams{To: v.to, Reason: v.reason, Cond: v.cond, Result: Result{Outcome: outcomeOf(v.to), StopReason: v.reason}, InOrder: inOrder})
 	if err != nil {
 		if isCondFailed(err) {

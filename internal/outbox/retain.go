@@ -307,11 +307,11 @@ func (e *Engine) shrinkJournal(ctx context.Context, j journalItem, done []int64)
 // What an erasure stops depends on where the action's write fence is
 // (design.md §6, §10). An action not yet claimed is never carried out: a claim's
 // condition fails on a deleted or tombstoned row. An action of a read-back
-// or at-most-once kind, and a lane member claimed behind its group's head,
-// has its own fence write just before the provider call: erased before that
-// write, it is never carried out. An idempotent-receiver action claimed at
-// the head of its lane group has its fence set by the claim itself: it is
-// in flight from its claim on, and an erasure after the claim cannot recall
+// or at-most-once kind has its own fence write just before the provider
+// call: erased before that write, it is never carried out. An
+// idempotent-receiver action, at the head of its lane group or a member
+// behind it (ADR 0015), has its fence set by the claim itself: it is in
+// flight from its claim on, and an erasure after the claim cannot recall
 // its one provider call, exactly as no erasure recalls a call already under
 // way for any kind. In every case the row stays erased: every later write of
 // the attempt is conditioned on the claim and finds nothing to change, and
@@ -479,7 +479,7 @@ func (e *Engine) tombstone(pk, sk string) (string, map[string]string, map[string
 	}
 	var rm []string
 	for i, a := range []string{attrKind, attrVariant, attrWorkspace, attrLane, attrIKey, attrSubject, attrSubPK,
-		attrPayload, attrDuePK, attrDueSK, attrOwner, attrLease, attrWrite, attrExpires, attrNext, attrCreated,
+		attrPayload, attrDuePK, attrDueSK, attrOwner, attrLease, attrWrite, attrWriteHead, attrExpires, attrNext, attrCreated,
 		attrID, attrRef, attrAttempt, attrMax} {
 		n := fmt.Sprintf("#r%d", i)
 		names[n] = a

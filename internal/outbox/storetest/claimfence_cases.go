@@ -16,8 +16,9 @@ import (
 )
 
 // The cases of this file pin design.md §5: the claim of an idempotent receiver
-// at the head of its lane group sets the write fence itself, and such an
-// action is in flight from its claim on.
+// sets the write fence itself (a lane member behind its group's head too,
+// ADR 0015: memberfence_cases.go), and such an action is in flight from its
+// claim on.
 
 // writeCounter counts the writes that name each action row: UpdateItem
 // calls, and Update items of transactions.
@@ -79,7 +80,7 @@ func (tb *bundle) rawRow(t *testing.T, a outbox.Action) map[string]types.Attribu
 	return out.Item
 }
 
-var _ = register("ClaimSetsTheFenceOfIdempotentHeadsOnly", func(ctx context.Context, t *testing.T, nb NewBackend) {
+var _ = register("ClaimSetsTheFenceOfIdempotentReceivers", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
 	k := tb.enqueue(t, outbox.EnqueueParams{Kind: KindPlain})
 	h := tb.enqueue(t, outbox.EnqueueParams{Kind: KindPlain, LaneKey: "L"})
@@ -95,14 +96,21 @@ var _ = register("ClaimSetsTheFenceOfIdempotentHeadsOnly", func(ctx context.Cont
 			claimed[a.ID] = a
 		}
 	}
-	for _, id := range []string{k.ID, h.ID} {
+	for _, id := range []string{k.ID, h.ID, m.ID} {
 		got := tb.get(t, id)
-		require.False(t, got.WriteStartedAt.IsZero(), "%s: an idempotent head is fenced by its claim", id)
+		require.False(t, got.WriteStartedAt.IsZero(), "%s: an idempotent receiver is fenced by its claim", id)
 		require.Equal(t, now.UnixMilli(), got.WriteStartedAt.UnixMilli(), "%s: at the claim's time", id)
 		require.True(t, claimed[id].WriteStartedAt.Equal(got.WriteStartedAt), id)
 	}
-	for _, id := range []string{m.ID, x.ID, r.ID} {
-		require.True(t, tb.get(t, id).WriteStartedAt.IsZero(), "%s: a member behind a head, or a kind fenced by its own write", id)
+	// A member behind its head is fenced too (ADR 0015), and its row names
+	// the head (`wsh`): its call waits for the head, so its fence does not
+	// say it started in lane order. Heads carry no `wsh`.
+	require.Equal(t, &types.AttributeValueMemberN{Value: fmt.Sprint(h.Seq)}, tb.rawRow(t, m)["wsh"])
+	for _, a := range []outbox.Action{k, h} {
+		require.NotContains(t, tb.rawRow(t, a), "wsh", a.ID)
+	}
+	for _, id := range []string{x.ID, r.ID} {
+		require.True(t, tb.get(t, id).WriteStartedAt.IsZero(), "%s: a kind fenced by its own write", id)
 		require.True(t, claimed[id].WriteStartedAt.IsZero(), id)
 	}
 })
