@@ -92,6 +92,14 @@ func (w *world) setup() {
 	if err := w.hosts[0].eng.EnsureTable(p.ctx()); err != nil {
 		panic(fmt.Sprintf("sim: table: %v", err))
 	}
+	if w.opt.Upgrade {
+		// A table an older build made and wrote: no partition map.
+		if _, err := w.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(w.cfg.Table),
+			Key: map[string]types.AttributeValue{"pk": avS("M#partitions"), "sk": avS("M")}}); err != nil {
+			panic(fmt.Sprintf("sim: partition map: %v", err))
+		}
+		w.tracef(nil, "upgrade: the table has no partition map; %s enqueues laned actions as a build before ADR 0011 until the deploy ends", w.hosts[3].name)
+	}
 	w.faultsOn = true
 	if w.maxLag > 0 {
 		w.res.Faults["ddb.index_lag_runs"]++
@@ -248,7 +256,17 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 	if w.opt.KillEnqueues && w.krng.IntN(4) == 0 {
 		p.dieAfter = 1 + w.krng.IntN(3)
 	}
-	res, err := h.eng.Enqueue(p.ctx(), ep)
+	var res *outbox.EnqueueResult
+	var err error
+	if w.preBuild(h) && t.lane != "" && !resend {
+		w.res.Faults["build.pre_adr0011_enqueue"]++
+		var a *outbox.Action
+		if a, err = w.preLanedEnqueue(p.ctx(), h, ep, t.variant); err == nil {
+			res = &outbox.EnqueueResult{Action: *a}
+		}
+	} else {
+		res, err = h.eng.Enqueue(p.ctx(), ep)
+	}
 	what := fmt.Sprintf("enqueue %s %s/%s lane=%s/%s subj=%s key=%q propose=%v resend=%v", t.name, t.kind, t.variant, t.ws, t.lane, t.subj, t.ikey, t.propose, resend)
 	if err != nil {
 		w.tracef(p, "%s: error %s", what, shortErr(err))
@@ -280,6 +298,24 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 	if r := w.rows[id]; r == nil || r.gone != "" || r.tok != t {
 		w.violate("nothing-lost", []string{id}, "acknowledged enqueue of %s (%s) is not in the table", t.name, id)
 	}
+}
+
+// preBuild (Options.Upgrade) reports whether h enqueues as a build before
+// ADR 0011 now: the older host, until the deploy ends. The first enqueue of
+// a new build draws when that is: within 14 minutes of it, less than any
+// function of the older build can run on after the deploy replaced it.
+func (w *world) preBuild(h *host) bool {
+	if !w.opt.Upgrade {
+		return false
+	}
+	if !h.old {
+		if w.preEnd.IsZero() {
+			w.preEnd = w.clk.Now().Add(randDur(w.urng, 0, 14*time.Minute))
+			w.tracef(nil, "upgrade: first enqueue of the new build; the deploy ends at %s", fmtDur(w.preEnd.Sub(epoch0)))
+		}
+		return false
+	}
+	return w.preEnd.IsZero() || w.clk.Now().Before(w.preEnd)
 }
 
 // liveRows lists the shadow rows that exist and have not ended, by id.
