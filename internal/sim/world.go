@@ -192,17 +192,17 @@ type rates struct {
 
 // world is one run.
 type world struct {
-	opt      Options
-	cfg      outbox.Config
-	rng      *rand.Rand
-	krng     *rand.Rand // Options.KillEnqueues draws
-	prng     *rand.Rand // Options.Repartition draws
-	urng     *rand.Rand // Options.Upgrade draws
+	opt  Options
+	cfg  outbox.Config
+	rng  *rand.Rand
+	krng *rand.Rand // Options.KillEnqueues draws
+	prng *rand.Rand // Options.Repartition draws
+	urng *rand.Rand // Options.Upgrade draws
 	// preEnd (Options.Upgrade) is when the deploy ends, once a new build
 	// enqueued: until then the older host enqueues laned actions as a
 	// build before ADR 0011.
-	preEnd time.Time
-	parts    int        // the last partition count a deploy chose (Options.Repartition)
+	preEnd   time.Time
+	parts    int // the last partition count a deploy chose (Options.Repartition)
 	clk      *clock.Manual
 	db       *ddblocal.DB
 	wrap     *simDB
