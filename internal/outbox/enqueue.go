@@ -53,6 +53,7 @@ type prepared struct {
 	idem    *types.TransactWriteItem
 	spec    KindSpec
 	tailOld int64 // the lane tail's seq read before (0 = none)
+	shared  bool  // placement.shared: no check above the count
 }
 
 // validateEnqueue checks params and returns the kind's spec and variant.
@@ -208,6 +209,9 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := e.enqueueRan(ctx); err != nil {
+		return nil, nil, err
+	}
 	lanes := newLaneTails()
 	out := make([]*prepared, 0, len(ps))
 	for i := range ps {
@@ -258,10 +262,13 @@ func (e *Engine) validateBatch(ps []EnqueueParams, now time.Time) ([]validEnqueu
 }
 
 // placement is where an action goes: its partition, its seq, and its lane
-// predecessor's seq (0: none).
+// predecessor's seq (0: none). shared: the lane's tail is in its partition
+// while builds before ADR 0011 may enqueue (tailShared): the lane stays
+// there whatever the count.
 type placement struct {
 	part      int
 	seq, prev int64
+	shared    bool
 }
 
 // place chooses an action's partition (its lane's, or the next of the
@@ -286,9 +293,14 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 		// a lane without one starts in its partition under the count
 		// (ADR 0011).
 		pl.part, pl.prev = t.p, t.seq
-		if t.seq == 0 {
+		switch {
+		case t.startsShared():
+			// Where a build before ADR 0011 looks for the lane's tail.
+			pl.part = LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
+		case t.seq == 0:
 			pl.part = LanePartition(p.WorkspaceID, p.LaneKey, count)
 		}
+		pl.shared = t.old && t.stage == tailShared || t.startsShared()
 	} else {
 		pl.part = int(e.spread.Add(1) % uint64(count))
 	}
@@ -298,7 +310,7 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 	}
 	pl.seq = seq
 	if p.LaneKey != "" {
-		lanes.newest[lid] = laneTail{seq: seq, p: pl.part}
+		lanes.newest[lid] = laneTail{seq: seq, p: pl.part, stage: lanes.old[lid].stage}
 	}
 	return pl, nil
 }
@@ -312,19 +324,18 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 // the count, and the tail's move is conditioned on it as read.
 func (e *Engine) readLaneTail(ctx context.Context, lid laneID, count int) (laneTail, error) {
 	t, err := e.readTail(ctx, lid)
-	if err != nil || t.seq == 0 || t.p < count {
+	if err != nil || t.seq == 0 || t.p < count || (t.old && t.stage == tailShared) {
+		// A tail in a partition while builds before ADR 0011 may enqueue
+		// behind it stays there (ADR 0011, Migration).
 		return t, err
 	}
 	live, err := e.rowLive(ctx, t.p, t.seq)
 	if err != nil || live {
 		return t, err
 	}
-	if t.old {
-		// Not moved: the lane's own item is made (an old row naming an
-		// ended member holds nothing back).
-		return laneTail{}, nil
-	}
-	return laneTail{p: t.p, ended: t.seq}, nil
+	// With old, the row in the partition goes on the same condition and the
+	// lane's own item is made.
+	return laneTail{p: t.p, ended: t.seq, old: t.old}, nil
 }
 
 // newPrepared builds a new action and its items: the action's put and,
@@ -346,7 +357,7 @@ func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now
 	if !p.ExpiresAt.IsZero() {
 		a.ExpiresAt = p.ExpiresAt.UTC()
 	}
-	pr := &prepared{a: a, spec: v.ad.Spec()}
+	pr := &prepared{a: a, spec: v.ad.Spec(), shared: pl.shared}
 	pr.action = types.TransactWriteItem{Put: &types.Put{
 		TableName:           e.table(),
 		Item:                actionItem(&a),
@@ -383,7 +394,7 @@ func (e *Engine) aboveCountChecks(ctx context.Context, out []*prepared) ([]types
 	}
 	var items []types.TransactWriteItem
 	for _, pr := range out {
-		if pr.a.LaneKey == "" || pr.a.PrevSeq == 0 || pr.a.Partition < count || inBatch[pr.a.PrevSeq] {
+		if pr.a.LaneKey == "" || pr.a.PrevSeq == 0 || pr.a.Partition < count || inBatch[pr.a.PrevSeq] || pr.shared {
 			continue
 		}
 		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
@@ -416,7 +427,7 @@ func (l *laneTails) read(lid laneID, t laneTail) {
 func (l *laneTails) puts(e *Engine) []types.TransactWriteItem {
 	items := make([]types.TransactWriteItem, 0, len(l.order))
 	for _, lid := range l.order {
-		items = append(items, e.laneTailPut(lid, l.old[lid], l.newest[lid]))
+		items = append(items, e.laneTailPut(lid, l.old[lid], l.newest[lid])...)
 	}
 	return items
 }

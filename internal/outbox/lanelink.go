@@ -239,8 +239,20 @@ type laneTail struct {
 	// ended (seq 0): the tail item is there but names this member of
 	// partition p, which has ended: the lane is empty, and its next member
 	// starts it again wherever the count says, moving the tail on the
-	// condition that it still names this one.
+	// condition that it still names this one. With old, the tail in the
+	// partition goes (on that condition) and the lane starts with its own.
 	ended int64
+	// stage (as read, no own item found): a tail may be in a partition
+	// (ADR 0011, Migration); tailShared or tailMoving say where a new lane's
+	// tail goes (tailsSettled: its own item, nothing else looked up).
+	stage tailStage
+}
+
+// startsShared reports whether the lane, read as t, starts with its tail
+// in its partition under Config.Partitions (tailShared: a build before ADR
+// 0011 may enqueue behind it).
+func (t laneTail) startsShared() bool {
+	return t.seq == 0 && t.ended == 0 && t.stage == tailShared
 }
 
 // laneTailKey is the key of a lane's tail: its own item (ADR 0011), or the
@@ -268,17 +280,35 @@ func laneTailIs(t laneTail, names map[string]string, vals map[string]types.Attri
 
 // laneTailPut moves a lane's tail from what was read (seq 0: no tail yet,
 // or one naming an ended member) to to. An old tail stays where it is
-// (to's partition is the old one's).
-func (e *Engine) laneTailPut(lid laneID, from, to laneTail) types.TransactWriteItem {
-	to.old = from.seq != 0 && from.old
+// (to's partition is the old one's). While a table leaves the tails in
+// partitions behind (ADR 0011, Migration), a new lane's tail is made in one
+// form with a check that the lane has no tail in the other (startsShared:
+// in its partition, to's partition being the lane's under
+// Config.Partitions); an old tail naming an ended member goes, on that
+// condition, and the lane's own item is made.
+func (e *Engine) laneTailPut(lid laneID, from, to laneTail) []types.TransactWriteItem {
+	to.old = (from.seq != 0 && from.old) || from.startsShared()
 	it := laneTailKey(lid, to)
 	it[attrTailSeq] = avN(to.seq)
 	if !to.old {
 		it[attrTailPart] = avN(int64(to.p))
 	}
 	put := &types.Put{TableName: e.table(), Item: it}
-	if from.seq == 0 && from.ended != 0 {
+	var more []types.TransactWriteItem
+	switch {
+	case from.seq == 0 && from.ended != 0 && from.old:
+		gone := laneTail{seq: from.ended, p: from.p, old: true}
+		more = append(more, e.laneTailDelete(lid, gone))
+		from = laneTail{}
+	case from.seq == 0 && from.ended != 0:
 		from = laneTail{seq: from.ended, p: from.p}
+	case from.seq == 0 && from.stage != tailsSettled:
+		// The other form's key: the lane's own item, or its row in the
+		// partition older builds read.
+		other := laneTail{old: !to.old, p: LanePartition(lid.ws, lid.lane, e.cfg.Partitions)}
+		more = append(more, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName: e.table(), Key: laneTailKey(lid, other), ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		}})
 	}
 	if from.seq == 0 {
 		put.ConditionExpression = aws.String("attribute_not_exists(pk)")
@@ -286,13 +316,14 @@ func (e *Engine) laneTailPut(lid laneID, from, to laneTail) types.TransactWriteI
 		put.ExpressionAttributeNames, put.ExpressionAttributeValues = map[string]string{}, map[string]types.AttributeValue{}
 		put.ConditionExpression = aws.String(laneTailIs(from, put.ExpressionAttributeNames, put.ExpressionAttributeValues))
 	}
-	return types.TransactWriteItem{Put: put}
+	return append([]types.TransactWriteItem{{Put: put}}, more...)
 }
 
 // readTail reads a lane's tail with a consistent read: its own item, or,
 // when there is none and the partition map does not rule it out, an old
 // tail in the partition the lane had under Config.Partitions (ADR 0011,
-// Migration). seq is 0 when the lane has no tail.
+// Migration; stage says where a new tail goes then). seq is 0 when the
+// lane has no tail.
 func (e *Engine) readTail(ctx context.Context, lid laneID) (laneTail, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: laneTailKey(lid, laneTail{}), ConsistentRead: aws.Bool(true),
@@ -303,10 +334,11 @@ func (e *Engine) readTail(ctx context.Context, lid laneID) (laneTail, error) {
 	if len(out.Item) > 0 {
 		return laneTail{seq: getN(out.Item, attrTailSeq), p: int(getN(out.Item, attrTailPart))}, nil
 	}
-	if possible, err := e.oldTailsPossible(ctx); err != nil || !possible {
+	stage, err := e.tailStageNow(ctx)
+	if err != nil || stage == tailsSettled {
 		return laneTail{}, err
 	}
-	old := laneTail{p: LanePartition(lid.ws, lid.lane, e.cfg.Partitions), old: true}
+	old := laneTail{p: LanePartition(lid.ws, lid.lane, e.cfg.Partitions), old: true, stage: stage}
 	out, err = e.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: laneTailKey(lid, old), ConsistentRead: aws.Bool(true),
 	})
@@ -314,7 +346,7 @@ func (e *Engine) readTail(ctx context.Context, lid laneID) (laneTail, error) {
 		return laneTail{}, fmt.Errorf("error reading lane tail of partition %d: %w", old.p, err)
 	}
 	if old.seq = getN(out.Item, attrTailSeq); old.seq == 0 {
-		return laneTail{}, nil
+		return laneTail{stage: stage}, nil
 	}
 	return old, nil
 }

@@ -31,7 +31,37 @@ const (
 	// attrTailsClean is when the reaper first found no lane tail in any
 	// partition (Unix ms); removed when it finds one again.
 	attrTailsClean = "tcl"
-	tailsOwn       = "own"
+	// attrTailsShared is when an enqueue of a build with ADR 0011 first ran
+	// on a table whose tails may be in partitions (Unix ms): builds before
+	// ADR 0011 can run until oldTailGrace after it, and until then new
+	// lanes get their tail where those builds look for it (tailShared).
+	attrTailsShared = "tsh"
+	tailsOwn        = "own"
+)
+
+// tailStage is where a new lane's tail goes while a table leaves the tails
+// in partitions behind (ADR 0011, Migration). Every lane has one tail, in
+// one of two forms: in its partition (`P#<p>` / `L#<ws>#<lane>`, what
+// builds before ADR 0011 read and write) or its own item.
+type tailStage uint8
+
+const (
+	// tailsSettled: the map says tails are their own items only (or a
+	// tail was read, so nothing new is made): nothing is looked up in a
+	// partition, nothing checked.
+	tailsSettled tailStage = iota
+	// tailShared: a build before ADR 0011 may still enqueue. A new lane's
+	// tail goes in its partition under Config.Partitions, where such a build
+	// reads it and conditions its own put on it, so the two serialise; the
+	// put is made with a check that the lane has no own item (an engine
+	// already past the stage started it).
+	tailShared
+	// tailMoving: no build before ADR 0011 runs any more (oldTailGrace
+	// after the first enqueue of this build). A new lane gets its own item,
+	// with a check that the lane has no tail in its partition (an engine
+	// still in tailShared started it); lanes whose tail is in a partition
+	// keep it there until they drain.
+	tailMoving
 )
 
 // MapTTL is how long an engine uses the partition map it read before it
@@ -53,10 +83,11 @@ const MaxPartitions = 4096
 
 // partitionMap is the partition map row as read.
 type partitionMap struct {
-	found      bool
-	v          int64
-	ownTails   bool      // no lane tail is in a partition: never read one there
-	tailsClean time.Time // zero: not recorded
+	found       bool
+	v           int64
+	ownTails    bool      // no lane tail is in a partition: never read one there
+	tailsClean  time.Time // zero: not recorded
+	tailsShared time.Time // zero: no enqueue of this build recorded yet
 	// n, dep, live, kept: 0 when absent (a table whose reaper has not
 	// applied a count yet: Config.Partitions stands for them).
 	n, dep, live, kept int
@@ -132,6 +163,9 @@ func (e *Engine) readPartitionMap(ctx context.Context, consistent bool) (partiti
 		n: int(getN(it, attrMapN)), dep: int(getN(it, attrMapDep)), live: int(getN(it, attrMapLiv)), kept: int(getN(it, attrMapKep))}
 	if has(it, attrTailsClean) {
 		m.tailsClean = time.UnixMilli(getN(it, attrTailsClean)).UTC()
+	}
+	if has(it, attrTailsShared) {
+		m.tailsShared = time.UnixMilli(getN(it, attrTailsShared)).UTC()
 	}
 	if has(it, attrMapChg) {
 		m.changed = time.UnixMilli(getN(it, attrMapChg)).UTC()
@@ -227,38 +261,72 @@ func (e *Engine) recordCount(ctx context.Context, m partitionMap) (partitionMap,
 	return m, nil
 }
 
-// oldTailsPossible reports whether a lane's tail may still be in a
-// partition (ADR 0011, Migration): a table an older build wrote, until the
-// reaper found none there for oldTailGrace.
-func (e *Engine) oldTailsPossible(ctx context.Context) (bool, error) {
-	m, err := e.partitionMap(ctx)
-	return !m.ownTails, err
+// stage is where a new lane's tail goes at now (ADR 0011, Migration).
+func (m partitionMap) stage(now time.Time) tailStage {
+	switch {
+	case m.ownTails:
+		return tailsSettled
+	case m.tailsShared.IsZero() || now.Sub(m.tailsShared) < oldTailGrace:
+		return tailShared
+	}
+	return tailMoving
 }
 
-// migrateTails is the reaper's step of ADR 0011's migration: it looks for
-// lane tails in partitions (where builds before ADR 0011 wrote them) and,
-// once it has found none for oldTailGrace, records in the map that tails
-// are their own items only, so enqueues stop looking for them there. A
-// lane whose tail is in a partition keeps it there until the lane drains.
+// tailStageNow reports where a new lane's tail goes now: tailsSettled once
+// the map says tails are their own items only; otherwise a lane's tail may
+// still be in a partition (ADR 0011, Migration), and a new one goes where
+// the stage says.
+func (e *Engine) tailStageNow(ctx context.Context) (tailStage, error) {
+	m, err := e.partitionMap(ctx)
+	return m.stage(e.clk.Now()), err
+}
+
+// enqueueRan records in the map, once, when an enqueue of this build first
+// ran on a table whose tails may be in partitions (attrTailsShared): the
+// enqueues of builds before ADR 0011 end within oldTailGrace of it, and
+// only then do new lanes get their own tail items. One conditional write
+// per table; refused, another engine wrote the map first.
+func (e *Engine) enqueueRan(ctx context.Context) error {
+	m, err := e.partitionMap(ctx)
+	if err != nil || m.ownTails || !m.tailsShared.IsZero() {
+		return err
+	}
+	if _, err := e.updatePartitionMap(ctx, m, newMapUpdate().setTo(attrTailsShared, avMs(e.clk.Now()))); err != nil {
+		return err
+	}
+	e.forgetPartitionMap()
+	return nil
+}
+
+// migrateTails is the reaper's step of ADR 0011's migration: once no build
+// before ADR 0011 can run (tailMoving), it looks for lane tails in
+// partitions (where those builds, and this one before then, wrote them)
+// and, once it has found none for oldTailGrace, records in the map that
+// tails are their own items only, so enqueues stop looking for them there.
+// A lane whose tail is in a partition keeps it there until the lane drains.
 func (e *Engine) migrateTails(ctx context.Context) error {
 	if m, err := e.partitionMap(ctx); err != nil || m.ownTails {
 		return err
 	}
 	m, err := e.readPartitionMap(ctx, true)
-	if err != nil || m.ownTails {
+	now := e.clk.Now()
+	if err != nil || m.stage(now) != tailMoving {
 		return err
 	}
-	now := e.clk.Now()
 	for p := 0; p < e.cfg.Partitions; p++ {
 		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
 			TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :l)"),
+			ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":l": avS("L#")},
-			ProjectionExpression:      aws.String("pk"), Limit: aws.Int32(1), ConsistentRead: aws.Bool(true),
+			ProjectionExpression:      aws.String("sk, #s"), Limit: aws.Int32(tailsMovedPerRun), ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
 			return fmt.Errorf("error looking for lane tails in partition %d: %w", p, err)
 		}
 		if len(q.Items) > 0 {
+			for _, it := range q.Items {
+				e.moveOldTail(ctx, p, getS(it, attrSK), getN(it, attrTailSeq))
+			}
 			if m.tailsClean.IsZero() {
 				return nil
 			}
@@ -268,7 +336,9 @@ func (e *Engine) migrateTails(ctx context.Context) error {
 	}
 	var u *mapUpdate
 	switch {
-	case m.tailsClean.IsZero() || now.Before(m.tailsClean):
+	case m.tailsClean.IsZero() || now.Before(m.tailsClean) || m.tailsClean.Before(m.tailsShared.Add(oldTailGrace)):
+		// Counted only from tailMoving on: before it, new lanes still
+		// got their tails in partitions.
 		u = newMapUpdate().setTo(attrTailsClean, avMs(now))
 	case now.Sub(m.tailsClean) >= oldTailGrace:
 		u = newMapUpdate().setTo(attrTails, avS(tailsOwn))
@@ -277,6 +347,35 @@ func (e *Engine) migrateTails(ctx context.Context) error {
 	}
 	_, err = e.updatePartitionMap(ctx, m, u)
 	return err
+}
+
+// tailsMovedPerRun bounds the tails one reaper run moves out of a
+// partition (moveOldTail).
+const tailsMovedPerRun = 25
+
+// moveOldTail makes a lane's tail found in partition p (sk, naming seq) its
+// own item, in one transaction conditioned on both: the row still names seq
+// and the lane has no own item. Only once no build before ADR 0011 runs
+// (tailMoving): every engine then reads a lane's own item first and the row
+// in its partition only without one, and conditions its writes on the form
+// it read, so the lane has one tail all along; a lane whose tail stays in a
+// partition (stuck behind a proposal nobody admits, or left naming an ended
+// member) would otherwise hold the migration back for good. Best effort: a
+// refusal (an enqueue moved the tail, or the lane drained) leaves it to the
+// next run.
+func (e *Engine) moveOldTail(ctx context.Context, p int, sk string, seq int64) {
+	if seq == 0 || !strings.HasPrefix(sk, "L#") {
+		return
+	}
+	old := laneTail{seq: seq, p: p, old: true}
+	del := &types.Delete{TableName: e.table(), Key: key(partitionPK(p), sk),
+		ExpressionAttributeNames: map[string]string{}, ExpressionAttributeValues: map[string]types.AttributeValue{}}
+	del.ConditionExpression = aws.String(laneTailIs(old, del.ExpressionAttributeNames, del.ExpressionAttributeValues))
+	// The lane's own pk is the row's sk (laneTailPK and laneSK agree).
+	own := key(sk, skLaneTail)
+	own[attrTailSeq], own[attrTailPart] = avN(seq), avN(int64(p))
+	_ = e.transact(ctx, []types.TransactWriteItem{{Delete: del},
+		{Put: &types.Put{TableName: e.table(), Item: own, ConditionExpression: aws.String("attribute_not_exists(pk)")}}}, e.token())
 }
 
 // partitionCounts returns, from the partition map, the count for new lanes

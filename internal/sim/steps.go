@@ -543,7 +543,21 @@ func (w *world) finalChecks() {
 				seen[outbox.LegacyActionID(part, seq)] = true
 			}
 			if str(it, "sk") == "L" && strings.HasPrefix(str(it, "pk"), "L#") {
-				tails[strings.TrimPrefix(str(it, "pk"), "L#")] = int(num(it, "p"))
+				lane := strings.TrimPrefix(str(it, "pk"), "L#")
+				if _, two := tails[lane]; two {
+					w.violate("one-tail", nil, "lane %s has its own tail item and a tail in a partition", lane)
+					return
+				}
+				tails[lane] = int(num(it, "p"))
+			}
+			if sk := str(it, "sk"); strings.HasPrefix(sk, "L#") && strings.HasPrefix(str(it, "pk"), "P#") {
+				// A tail as builds before ADR 0011 wrote it (Options.Upgrade).
+				lane := strings.TrimPrefix(sk, "L#")
+				if _, two := tails[lane]; two {
+					w.violate("one-tail", nil, "lane %s has its own tail item and a tail in a partition", lane)
+					return
+				}
+				tails[lane], _ = strconv.Atoi(strings.TrimPrefix(str(it, "pk"), "P#"))
 			}
 			if str(it, "pk") == "M#partitions" {
 				pmap = it
@@ -575,8 +589,19 @@ func (w *world) finalChecks() {
 			return
 		}
 	}
-	if w.opt.Repartition && !w.checkPartitions(tails, pmap) {
+	if (w.opt.Repartition || w.opt.Upgrade) && !w.checkPartitions(tails, pmap) {
 		return
+	}
+	if w.opt.Upgrade {
+		// How far the run took the migration (ADR 0011, Migration).
+		switch {
+		case str(pmap, "tails") == "own":
+			w.res.Faults["upgrade.tails_own"]++
+		case has(pmap, "tsh") && w.clk.Now().Sub(msTime(pmap, "tsh")) >= 16*time.Minute:
+			w.res.Faults["upgrade.tails_moving"]++
+		default:
+			w.res.Faults["upgrade.tails_shared"]++
+		}
 	}
 	// Every ended row still in the table is listed by a retention journal
 	// item (design.md §3.6), unless the process that ended it died or failed to
