@@ -454,6 +454,14 @@ type PartitionLayout struct {
 	// Recorded: the map holds them (a reaper applied a deploy's count, or
 	// it was set); otherwise they are the engine's Config.Partitions.
 	Recorded bool
+	// Tails is the stage of ADR 0011's migration (lane tails leave the
+	// partitions): "" once tails are their own items only; "shared" while
+	// builds before ADR 0011 may still enqueue (new lanes start in their
+	// partition) — until SharedUntil, or, without it, until 16 minutes
+	// after this build's first enqueue; "moving" after (no build before
+	// ADR 0011 may run any more; the reaper moves what is left).
+	Tails       string
+	SharedUntil time.Time
 }
 
 // PartitionLayout returns the table's partition layout (a consistent read
@@ -463,7 +471,17 @@ func (e *Engine) PartitionLayout(ctx context.Context) (PartitionLayout, error) {
 	if err != nil {
 		return PartitionLayout{}, err
 	}
-	return PartitionLayout{Count: m.count(&e.cfg), Live: m.liveUpTo(&e.cfg), Kept: m.keptUpTo(&e.cfg), Recorded: m.n > 0}, nil
+	l := PartitionLayout{Count: m.count(&e.cfg), Live: m.liveUpTo(&e.cfg), Kept: m.keptUpTo(&e.cfg), Recorded: m.n > 0}
+	switch m.stage(e.clk.Now()) {
+	case tailShared:
+		l.Tails = "shared"
+		if !m.tailsShared.IsZero() {
+			l.SharedUntil = m.tailsShared.Add(oldTailGrace)
+		}
+	case tailMoving:
+		l.Tails = "moving"
+	}
+	return l, nil
 }
 
 // applyPartitions is the reaper's step of a deploy (ADR 0011 §2): when its

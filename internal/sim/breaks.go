@@ -3,6 +3,7 @@ package sim
 import (
 	"maps"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -104,6 +105,16 @@ func (w *world) breakUpdate(_ *proc, in *dynamodb.UpdateItemInput) *dynamodb.Upd
 	return &cp
 }
 
+// proposes reports whether a transaction puts a PROPOSED action.
+func proposes(items []types.TransactWriteItem) bool {
+	for _, it := range items {
+		if it.Put != nil && strings.HasPrefix(str(it.Put.Item, "sk"), "A#") && str(it.Put.Item, "st") == "PROPOSED" {
+			return true
+		}
+	}
+	return false
+}
+
 func (w *world) breakTransact(in *dynamodb.TransactWriteItemsInput) *dynamodb.TransactWriteItemsInput {
 	b := w.opt.Broken
 	if b == 0 {
@@ -120,6 +131,15 @@ func (w *world) breakTransact(in *dynamodb.TransactWriteItemsInput) *dynamodb.Tr
 			if b&BreakClaimFence != 0 && sk == "FENCE" {
 				continue
 			}
+		}
+		if pt := it.Put; pt != nil && b&BreakTailLies != 0 && proposes(in.TransactItems) && str(pt.Item, "sk") == "L" && strings.HasPrefix(str(pt.Item, "pk"), "L#") {
+			// The lane's tail names the partition after its members' (only
+			// behind a proposal: lanes of running members would break order
+			// first, which the lanes checker catches).
+			pc := *pt
+			pc.Item = maps.Clone(pt.Item)
+			pc.Item["p"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(num(pt.Item, "p")+1, 10)}
+			it = types.TransactWriteItem{Put: &pc}
 		}
 		if u := it.Update; u != nil && b&BreakInflightLost != 0 && str(u.Key, "sk") == "FENCE" {
 			uc := *u

@@ -19,25 +19,30 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 		broken Broken
 		check  []string
 		seeds  uint64 // seeds tried; default 60
+		// repartition: run with Options.Repartition (its final checks,
+		// ADR 0011).
+		repartition bool
 	}{
-		{"NoEpochCondition", BreakEpochCondition, []string{"fencing"}, 0},
-		{"NoPredecessorCheck", BreakPredecessorCheck, []string{"lanes"}, 0},
-		{"NoClaimFence", BreakClaimFence, []string{"claim-fence"}, 0},
-		{"ProviderCalledTwice", BreakProviderTwice, []string{"at-most-once"}, 0},
-		{"PayloadKept", BreakKeepPayload, []string{"ended-shape"}, 0},
-		{"AcknowledgedButNotWritten", BreakDropPut, []string{"nothing-lost"}, 0},
-		{"OldBuildTouchesUnknownRows", BreakOldBuildKnowsAll, []string{"rolling-upgrade"}, 0},
-		{"ReaperBlind", BreakReaperBlind, []string{"liveness"}, 0},
+		{"NoEpochCondition", BreakEpochCondition, []string{"fencing"}, 0, false},
+		{"NoPredecessorCheck", BreakPredecessorCheck, []string{"lanes"}, 0, false},
+		{"NoClaimFence", BreakClaimFence, []string{"claim-fence"}, 0, false},
+		{"ProviderCalledTwice", BreakProviderTwice, []string{"at-most-once"}, 0, false},
+		{"PayloadKept", BreakKeepPayload, []string{"ended-shape"}, 0, false},
+		{"AcknowledgedButNotWritten", BreakDropPut, []string{"nothing-lost"}, 0, false},
+		{"OldBuildTouchesUnknownRows", BreakOldBuildKnowsAll, []string{"rolling-upgrade"}, 0, false},
+		{"ReaperBlind", BreakReaperBlind, []string{"liveness"}, 0, false},
 		// About one seed in 25 catches it (2 of seeds 1-60 before design.md §3.3,
 		// 10 of 1-240 after; any engine change moves the runs): try more.
-		{"ClockSkewBeyondBound", BreakSkewBound, []string{"fence-margin", "fencing", "lanes"}, 240},
-		{"ResendAfterAccept", BreakIdemResend, []string{"idempotent-duplicates"}, 0},
-		{"ReadBackBlind", BreakReadBackBlind, []string{"exactly-once"}, 0},
-		{"NoIdempotencyRecord", BreakNoIdempotencyRecord, []string{"idempotency"}, 0},
-		{"JournalDropped", BreakDropJournal, []string{"retention-journal"}, 0},
-		{"InflightEntriesLost", BreakInflightLost, []string{"tracking"}, 0},
-		{"DeferralsUnbounded", BreakUnboundedDeferrals, []string{"deferral-bound"}, 120},
-		{"RecordStripSkipped", BreakSkipRecordStrip, []string{"ended-shape"}, 0},
+		{"ClockSkewBeyondBound", BreakSkewBound, []string{"fence-margin", "fencing", "lanes"}, 240, false},
+		{"ResendAfterAccept", BreakIdemResend, []string{"idempotent-duplicates"}, 0, false},
+		{"ReadBackBlind", BreakReadBackBlind, []string{"exactly-once"}, 0, false},
+		{"NoIdempotencyRecord", BreakNoIdempotencyRecord, []string{"idempotency"}, 0, false},
+		{"JournalDropped", BreakDropJournal, []string{"retention-journal"}, 0, false},
+		{"InflightEntriesLost", BreakInflightLost, []string{"tracking"}, 0, false},
+		{"DeferralsUnbounded", BreakUnboundedDeferrals, []string{"deferral-bound"}, 120, false},
+		{"RecordStripSkipped", BreakSkipRecordStrip, []string{"ended-shape"}, 0, false},
+		{"RetiredWithRowsLeft", BreakRetireKeptBlind, []string{"retired-empty"}, 0, true},
+		{"TailNamesAnotherPartition", BreakTailLies, []string{"one-tail"}, 0, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,7 +53,7 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 				n = 60
 			}
 			for seed := uint64(1); seed <= n; seed++ {
-				r := Run(Options{Seed: seed, Steps: 300, Broken: tc.broken})
+				r := Run(Options{Seed: seed, Steps: 300, Broken: tc.broken, Repartition: tc.repartition})
 				for _, v := range r.Violations {
 					for _, c := range tc.check {
 						if v.Check == c {

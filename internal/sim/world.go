@@ -67,6 +67,13 @@ const (
 	// BreakSkipRecordStrip acknowledges the idempotency record's strip and
 	// TTL after an end without writing it (design.md §3.5).
 	BreakSkipRecordStrip
+	// BreakRetireKeptBlind hides a partition's action rows from the
+	// reaper's retirement check of `kept` (ADR 0011 §2): a partition with
+	// ended rows left is retired.
+	BreakRetireKeptBlind
+	// BreakTailLies writes the lane tail of an enqueue that proposes
+	// naming the partition after the one its member is in (ADR 0011 §1).
+	BreakTailLies
 )
 
 // Options describes one run.
