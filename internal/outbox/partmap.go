@@ -514,7 +514,10 @@ const retireGrace = 2 * MapTTL
 // changed.
 func (e *Engine) retirePartitions(ctx context.Context) error {
 	m, err := e.readPartitionMap(ctx, true)
-	if err != nil || m.n == 0 || e.clk.Now().Sub(m.changed) < retireGrace {
+	if err != nil || m.n == 0 || e.clk.Now().Sub(m.changed) < retireGrace || !m.ownTails {
+		// Not while lane tails may be in partitions (ADR 0011, Migration):
+		// a lane then starts in its partition under Config.Partitions,
+		// whatever the count, so a partition above it is not out of use.
 		return err
 	}
 	live, kept := m.liveUpTo(&e.cfg), m.keptUpTo(&e.cfg)

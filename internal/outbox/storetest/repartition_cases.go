@@ -463,3 +463,28 @@ var _ = register("ReaperMovesALiveOldTailOnceOlderBuildsAreGone", func(ctx conte
 	require.Equal(t, outbox.StateDONE, tb.get(t, b.ID).State)
 	require.Less(t, indexOf(tb.rec.Order(), "exec:"+a.ID), indexOf(tb.rec.Order(), "exec:"+b.ID), "in lane order")
 })
+
+var _ = register("NoPartitionRetiresWhileLaneTailsMayBeInPartitions", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
+	tb.rawDelete(t, avKey("M#partitions", "M")) // a table an older build wrote
+	tb.enqueue(t, outbox.EnqueueParams{})
+	require.NoError(t, tb.settled().Drain(ctx))
+	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
+	tb.b.Clock.Advance(2 * outbox.MapTTL)
+	for range 3 {
+		_, err := tb.settled().Reap(ctx)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 4, tb.layout(t).Live, "partitions 2 and 3 are empty, but lanes still start where older builds look")
+	require.Equal(t, "shared", tb.layout(t).Tails)
+	lane := ""
+	for i := 0; lane == ""; i++ {
+		if l := "lane-" + strconv.Itoa(i); outbox.LanePartition("ws", l, 4) == 3 {
+			lane = l
+		}
+	}
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.Equal(t, 3, a.Partition, "where a build before ADR 0011 looks for the lane")
+	require.NoError(t, tb.settled().Drain(ctx))
+	require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
+})
