@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/ddblocal"
 )
@@ -18,14 +21,20 @@ import (
 //
 //	go test -run '^$' -bench ActionCost -benchtime 400x ./internal/outbox
 func BenchmarkActionCost(b *testing.B) {
+	lanedAlone := func(i int) EnqueueParams { return EnqueueParams{LaneKey: fmt.Sprintf("lane-%d", i)} }
 	for _, tc := range []struct {
 		name string
 		p    func(i int) EnqueueParams
+		// upgrade: the table an older build wrote (no partition map), in
+		// the migration's stage shared or moving (ADR 0011, Migration).
+		upgrade tailStage
 	}{
-		{"Keyless", func(int) EnqueueParams { return EnqueueParams{} }},
-		{"LanedBacklog", func(i int) EnqueueParams { return EnqueueParams{LaneKey: fmt.Sprintf("lane-%d", i%10)} }},
-		{"LanedAlone", func(i int) EnqueueParams { return EnqueueParams{LaneKey: fmt.Sprintf("lane-%d", i)} }},
-		{"IdempotencyKey", func(i int) EnqueueParams { return EnqueueParams{IdempotencyKey: fmt.Sprintf("key-%d", i)} }},
+		{"Keyless", func(int) EnqueueParams { return EnqueueParams{} }, tailsSettled},
+		{"LanedBacklog", func(i int) EnqueueParams { return EnqueueParams{LaneKey: fmt.Sprintf("lane-%d", i%10)} }, tailsSettled},
+		{"LanedAlone", lanedAlone, tailsSettled},
+		{"IdempotencyKey", func(i int) EnqueueParams { return EnqueueParams{IdempotencyKey: fmt.Sprintf("key-%d", i)} }, tailsSettled},
+		{"LanedAloneUpgradeShared", lanedAlone, tailShared},
+		{"LanedAloneUpgradeMoving", lanedAlone, tailMoving},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := context.Background()
@@ -41,6 +50,17 @@ func BenchmarkActionCost(b *testing.B) {
 			}
 			if err := e.EnsureTable(ctx); err != nil {
 				b.Fatal(err)
+			}
+			if tc.upgrade != tailsSettled {
+				if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("ferry"), Key: key(pkPartMap, skPartMap)}); err != nil {
+					b.Fatal(err)
+				}
+				if err := e.enqueueRan(ctx); err != nil { // the map records this build's first enqueue
+					b.Fatal(err)
+				}
+				if tc.upgrade == tailMoving {
+					clk.Advance(oldTailGrace)
+				}
 			}
 			db.ResetCapacity()
 			const between = 100 // enqueues between drains: the drainer's batches fill up
