@@ -18,7 +18,7 @@ import (
 type ActionFindParams struct {
 	WorkspaceID string // optional
 	State       State  // optional
-	LaneKey     string // optional; reads only the lane's partition
+	LaneKey     string // optional; reads only the lane's partitions (each count's, ADR 0011)
 	SubjectID   string // optional; reads the subject index
 	Kind        string // optional
 	Limit       int    // default 50, at most 1000
@@ -148,7 +148,7 @@ func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams
 	case findWorkspace:
 		return e.findWorkspacePage(ctx, p, start, limit)
 	case findLane:
-		part, err := e.lanePartitionNow(ctx, laneID{p.WorkspaceID, p.LaneKey}, start)
+		part, after, err := e.laneReadAt(ctx, laneID{p.WorkspaceID, p.LaneKey}, start)
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -161,6 +161,9 @@ func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams
 		})
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("error listing the lane's actions: %w", err)
+		}
+		if q.LastEvaluatedKey == nil {
+			q.LastEvaluatedKey = after // the lane's next partition
 		}
 		return q.Items, q.LastEvaluatedKey, int(q.ScannedCount), nil
 	}

@@ -230,10 +230,12 @@ func (e *Engine) workspaceListPage(ctx context.Context, r *listRun) (listPage, e
 	return pg, nil
 }
 
-// laneListPage reads the lane's partition (a consistent Query in seq
-// order); the lane filter goes in the read.
+// laneListPage reads the lane's partitions (lanePartitions) one after the
+// other, each with a consistent Query in seq order; the lane filter goes in
+// the read. A page that ends one partition with another to go ends at the
+// next one's start (laneListFrom).
 func (e *Engine) laneListPage(ctx context.Context, r *listRun) (listPage, error) {
-	part, err := e.lanePartitionNow(ctx, laneID{r.p.WorkspaceID, r.p.LaneKey}, r.start)
+	part, after, err := e.laneReadAt(ctx, laneID{r.p.WorkspaceID, r.p.LaneKey}, r.start)
 	if err != nil {
 		return listPage{}, err
 	}
@@ -249,7 +251,46 @@ func (e *Engine) laneListPage(ctx context.Context, r *listRun) (listPage, error)
 	if err != nil {
 		return listPage{}, fmt.Errorf("error listing actions: %w", err)
 	}
-	return listPage{items: out.Items, last: out.LastEvaluatedKey}, nil
+	pg := listPage{items: out.Items, last: out.LastEvaluatedKey}
+	if pg.last == nil {
+		pg.last = after
+	}
+	return pg, nil
+}
+
+// laneReadAt is where a read of a lane's actions goes on from start (nil:
+// the beginning): the partition, among lanePartitions, that start names
+// (the first one without), and the start key of the next one's read once
+// this one is read to its end (nil: the last).
+func (e *Engine) laneReadAt(ctx context.Context, lid laneID, start map[string]types.AttributeValue) (int, map[string]types.AttributeValue, error) {
+	parts, err := e.lanePartitions(ctx, lid)
+	if err != nil {
+		return 0, nil, err
+	}
+	i := 0
+	if pk := getS(start, attrPK); pk != "" {
+		i = -1
+		for j, p := range parts {
+			if partitionPK(p) == pk {
+				i = j
+			}
+		}
+		if i < 0 {
+			// A partition no longer among them (the history dropped it):
+			// read it to its end, then stop.
+			return partitionOfPK(pk), nil, nil
+		}
+	}
+	if i+1 < len(parts) {
+		return parts[i], laneListFrom(parts[i+1]), nil
+	}
+	return parts[i], nil, nil
+}
+
+// laneListFrom is the start key of a read from partition p's first action
+// (seq 0 is never used).
+func laneListFrom(p int) map[string]types.AttributeValue {
+	return key(partitionPK(p), actionSK(0))
 }
 
 // scanListPage scans the table: instance-level actions (no workspace; not

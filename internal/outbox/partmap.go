@@ -28,6 +28,9 @@ const (
 	attrMapLiv = "live"  // N: every partition that may hold a live row is below it
 	attrMapKep = "kept"  // N: every partition that may hold any action row is below it
 	attrMapChg = "chg"   // N: when n last changed (Unix ms)
+	// attrMapHist lists the counts applied, oldest first (at most
+	// mapHistMax): a lane listing reads the lane's partition under each.
+	attrMapHist = "hist"
 	// attrTailsClean is when the reaper first found no lane tail in any
 	// partition (Unix ms); removed when it finds one again.
 	attrTailsClean = "tcl"
@@ -64,6 +67,9 @@ const (
 	tailMoving
 )
 
+// mapHistMax bounds the counts the map's history keeps.
+const mapHistMax = 8
+
 // MapTTL is how long an engine uses the partition map it read before it
 // reads it again.
 const MapTTL = 30 * time.Second
@@ -92,6 +98,7 @@ type partitionMap struct {
 	// applied a count yet: Config.Partitions stands for them).
 	n, dep, live, kept int
 	changed            time.Time
+	hist               []int // the counts applied, oldest first
 }
 
 // count is the partition count for new lanes and keyless actions.
@@ -169,6 +176,15 @@ func (e *Engine) readPartitionMap(ctx context.Context, consistent bool) (partiti
 	}
 	if has(it, attrMapChg) {
 		m.changed = time.UnixMilli(getN(it, attrMapChg)).UTC()
+	}
+	if l, ok := it[attrMapHist].(*types.AttributeValueMemberL); ok {
+		for _, v := range l.Value {
+			if n, ok := v.(*types.AttributeValueMemberN); ok {
+				if c, err := strconv.Atoi(n.Value); err == nil && c > 0 && c <= MaxPartitions {
+					m.hist = append(m.hist, c)
+				}
+			}
+		}
 	}
 	if m.n < 0 || m.n > MaxPartitions || m.live > MaxPartitions || m.kept > MaxPartitions {
 		return partitionMap{}, fmt.Errorf("outbox: the partition map (%s) is malformed: n %d, live %d, kept %d", pkPartMap, m.n, m.live, m.kept)
@@ -406,6 +422,21 @@ func setCount(m partitionMap, cfg *Config, n int, now time.Time) *mapUpdate {
 	if n != m.count(cfg) || !m.found || m.n == 0 {
 		u.setTo(attrMapChg, avMs(now))
 	}
+	hist := m.hist
+	if len(hist) == 0 && m.n > 0 {
+		hist = []int{m.n} // a map written before the history
+	}
+	if len(hist) == 0 || hist[len(hist)-1] != n {
+		hist = append(append([]int(nil), hist...), n)
+		if len(hist) > mapHistMax {
+			hist = hist[len(hist)-mapHistMax:]
+		}
+		l := make([]types.AttributeValue, len(hist))
+		for i, c := range hist {
+			l[i] = avN(int64(c))
+		}
+		u.setTo(attrMapHist, &types.AttributeValueMemberL{Value: l})
+	}
 	return u
 }
 
@@ -607,18 +638,35 @@ func (e *Engine) noRow(ctx context.Context, p int) (bool, error) {
 	return true, nil
 }
 
-// lanePartitionNow is the partition a lane listing reads: the one a page's
-// start key names, else the partition of the lane's tail (its live
-// members), else the lane's partition under the count. Members a lane had
-// under an earlier count, in another partition, are not listed (ADR 0011).
-func (e *Engine) lanePartitionNow(ctx context.Context, lid laneID, start map[string]types.AttributeValue) (int, error) {
-	if pk := getS(start, attrPK); pk != "" {
-		return partitionOfPK(pk), nil
+// lanePartitions are the partitions a lane listing reads, in order: the
+// lane's partition under each count the map's history kept (oldest first),
+// then the partition of the lane's tail (its live members), then the
+// lane's partition under the count; each once. A lane that went back to a
+// partition it had before lists that partition's members where it first
+// appears.
+func (e *Engine) lanePartitions(ctx context.Context, lid laneID) ([]int, error) {
+	m, err := e.partitionMap(ctx)
+	if err != nil {
+		return nil, err
 	}
 	t, err := e.readTail(ctx, lid)
-	if err != nil || t.seq != 0 {
-		return t.p, err
+	if err != nil {
+		return nil, err
 	}
-	count, _, err := e.partitionCounts(ctx)
-	return LanePartition(lid.ws, lid.lane, count), err
+	var parts []int
+	seen := map[int]bool{}
+	add := func(p int) {
+		if !seen[p] {
+			seen[p] = true
+			parts = append(parts, p)
+		}
+	}
+	for _, c := range m.hist {
+		add(LanePartition(lid.ws, lid.lane, c))
+	}
+	if t.seq != 0 {
+		add(t.p)
+	}
+	add(LanePartition(lid.ws, lid.lane, m.count(&e.cfg)))
+	return parts, nil
 }

@@ -488,3 +488,53 @@ var _ = register("NoPartitionRetiresWhileLaneTailsMayBeInPartitions", func(ctx c
 	require.NoError(t, tb.settled().Drain(ctx))
 	require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
 })
+
+var _ = register("LaneListingFindsMembersUnderAnEarlierCount", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 8 })
+	lane := laneMoving("ws", 8, 2)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.NoError(t, tb.settled().Drain(ctx))
+	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
+	// The lane drained: it starts again under the new count, elsewhere.
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.NotEqual(t, a.Partition, c.Partition)
+	ids := func(as []outbox.Action) []string {
+		var out []string
+		for _, x := range as {
+			out = append(out, x.ID)
+		}
+		return out
+	}
+	want := []string{a.ID, b.ID, c.ID}
+	l, err := tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", LaneKey: lane})
+	require.NoError(t, err)
+	require.Equal(t, want, ids(l.Actions), "the members of every partition the lane had, oldest first")
+	require.Empty(t, l.NextCursor)
+	// Page by page, across the partitions.
+	var got []string
+	cur := ""
+	for range 5 {
+		l, err := tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", LaneKey: lane, Limit: 1, Cursor: cur})
+		require.NoError(t, err)
+		got = append(got, ids(l.Actions)...)
+		if cur = l.NextCursor; cur == "" {
+			break
+		}
+	}
+	require.Equal(t, want, got)
+	// The operator's listing too.
+	f, err := tb.settled().ActionFind(ctx, outbox.ActionFindParams{WorkspaceID: "ws", LaneKey: lane})
+	require.NoError(t, err)
+	require.Equal(t, want, ids(f.Actions))
+	got, cur = nil, ""
+	for range 8 {
+		f, err := tb.settled().ActionFind(ctx, outbox.ActionFindParams{WorkspaceID: "ws", LaneKey: lane, Limit: 1, Cursor: cur})
+		require.NoError(t, err)
+		got = append(got, ids(f.Actions)...)
+		if cur = f.NextCursor; cur == "" {
+			break
+		}
+	}
+	require.Equal(t, want, got)
+})
