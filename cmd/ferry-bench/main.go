@@ -47,7 +47,8 @@ func run() error {
 		thrN        = flag.Int("drain-actions", 2000, "backlog of the drain-rate run")
 		rie         = flag.String("rie", "", "aws-lambda-rie binary for the emulator timings (default: $LAMBDA_RIE, then PATH, then ~/go/bin)")
 		noLambda    = flag.Bool("no-lambda", false, "skip the bootstrap sizes and emulator timings")
-		workloads   = flag.String("workloads", "", "comma-separated cost workloads to run (keyless,laned,trickle,keyed,email,batch25,backlog,stranded,listing; default all)")
+		workloads   = flag.String("workloads", "", "comma-separated cost workloads to run (keyless,laned,trickle,keyed,email,batch25,backlog,stranded,listing; default all; deferred only when named)")
+		deferFor    = flag.Duration("defer-for", time.Hour, "the deferred workload's wait (every tenth action's first call)")
 		costsOnly   = flag.Bool("costs-only", false, "run the cost workloads only (no latency, drain rate, memory, bootstrap sizes or emulator timings)")
 		scale       = flag.String("scale", "grid", "scale model: grid (issue 18's rates x partitions), none, or only (the grid alone: printed, and its chart written; no Markdown)")
 		scalePNG    = flag.String("scale-png", "docs/scale.png", "the scale model's PNG chart to write ('' = none)")
@@ -133,7 +134,7 @@ func run() error {
 	if *workloads != "" {
 		only = strings.Split(*workloads, ",")
 	}
-	res.Costs, err = bench.AllCosts(ctx, bench.CostOptions{Payload: pl, Actions: *actions, Backlog: *backlog, Only: only}, func(s string) { step("  " + s) })
+	res.Costs, err = bench.AllCosts(ctx, bench.CostOptions{Payload: pl, Actions: *actions, Backlog: *backlog, Only: only, DeferFor: *deferFor}, func(s string) { step("  " + s) })
 	if err != nil {
 		return err
 	}

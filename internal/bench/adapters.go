@@ -17,6 +17,10 @@ import (
 const (
 	KindWebhook = "webhook" // idempotent receiver that prepares, like the webhook adapter
 	KindEmail   = "email"   // at-most-once that prepares, like the SES email adapter
+	// KindDeferred is a webhook whose receiver answers the first call of
+	// every tenth action (by seq) with a wait (Retry-After: envOpts.deferFor),
+	// like a provider's quota; the next call is Done.
+	KindDeferred = "webhook-deferred"
 )
 
 // provider records provider calls: when each action's first call started
@@ -91,12 +95,33 @@ type preparingStub struct{ stubAdapter }
 
 func (preparingStub) Prepare(context.Context, *outbox.Attempt) outbox.Result { return outbox.Result{} }
 
-// registry returns a registry with the benchmark's kinds.
-func registry(p *provider) (*outbox.Registry, error) {
+// deferringStub is a preparing webhook stub that defers the first call of
+// every tenth action (seq % 10 == 0) by wait; only Done calls are recorded
+// as provider calls.
+type deferringStub struct {
+	preparingStub
+	wait time.Duration
+}
+
+func (s deferringStub) Execute(ctx context.Context, att *outbox.Attempt) outbox.Result {
+	if att.Action.Seq%10 == 0 && att.Action.Deferrals == 0 {
+		return outbox.Defer(s.wait, nil)
+	}
+	return s.preparingStub.Execute(ctx, att)
+}
+
+// registry returns a registry with the benchmark's kinds; deferFor is
+// KindDeferred's wait (default 1 h).
+func registry(p *provider, deferFor ...time.Duration) (*outbox.Registry, error) {
+	wait := time.Hour
+	if len(deferFor) > 0 && deferFor[0] > 0 {
+		wait = deferFor[0]
+	}
 	reg := outbox.NewRegistry()
 	for _, a := range []outbox.Adapter{
 		preparingStub{stubAdapter{kind: KindWebhook, class: outbox.IdempotentReceiver, p: p}},
 		preparingStub{stubAdapter{kind: KindEmail, class: outbox.AtMostOnce, p: p}},
+		deferringStub{preparingStub{stubAdapter{kind: KindDeferred, class: outbox.IdempotentReceiver, p: p}}, wait},
 	} {
 		if err := reg.Register(a); err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -68,4 +69,25 @@ func TestStreamRunLaned(t *testing.T) {
 	}
 	require.Greater(t, lc.WRU, kc.WRU)
 	require.Positive(t, kl.P99)
+}
+
+// TestDeferredWorkload: the deferred workload (run only when named)
+// delivers every action once, after the tenth that waited, and books the
+// due index's units: 2 per action, and one insert and one delete more per
+// deferral.
+func TestDeferredWorkload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pl, err := PayloadFor(ctx, 1024)
+	require.NoError(t, err)
+	cs, err := AllCosts(ctx, CostOptions{Payload: pl, DeferredMinutes: 2, DeferFor: time.Minute, Only: []string{"deferred"}}, func(string) {})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	c := cs[0]
+	require.Contains(t, c.Workload, "deferred (1 in 10 waits 1m0s)")
+	require.Equal(t, 240, c.Enqueued)
+	require.Equal(t, c.Enqueued, c.Delivered)
+	require.Zero(t, c.Duplicates)
+	require.InDelta(t, 2.2, c.IndexWRU["due"], 0.05, "2 per action, 2 more per deferral (1 in 10)")
+	requireBreakdownIsTheTotal(t, c)
 }

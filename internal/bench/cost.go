@@ -121,8 +121,13 @@ type CostOptions struct {
 	// TrickleLanes is how many lanes the trickle workload's actions are
 	// spread over at random; default 400 (as many as a burst holds).
 	TrickleLanes int
+	// DeferFor is the deferred workload's wait (default 1 h), and
+	// DeferredMinutes how long its actions arrive (default 75).
+	DeferFor        time.Duration
+	DeferredMinutes int
 	// Only names the workloads AllCosts runs (keyless, laned, trickle,
-	// keyed, email, batch25, backlog, stranded); empty = all of them.
+	// keyed, email, batch25, backlog, stranded; deferred only when named);
+	// empty = all of them but deferred.
 	Only []string
 }
 
@@ -153,6 +158,12 @@ func (o CostOptions) withDefaults() CostOptions {
 	}
 	if o.TrickleLanes == 0 {
 		o.TrickleLanes = o.Burst
+	}
+	if o.DeferFor == 0 {
+		o.DeferFor = time.Hour
+	}
+	if o.DeferredMinutes == 0 {
+		o.DeferredMinutes = 75
 	}
 	return o
 }
@@ -402,6 +413,52 @@ func Stranded(ctx context.Context, o CostOptions) (Cost, error) {
 	return c, nil
 }
 
+// Deferred is keyless webhook actions arriving at a steady rate, 2 a
+// second over 4 partitions for DeferredMinutes (75) simulated minutes, with a drainer
+// sweeping every 5 s; every tenth action's first call is answered with a
+// wait of DeferFor (a provider's Retry-After), so at any time about an
+// hour's worth of such actions wait in their partitions, not due, while
+// the rest flows past them. It runs until every action is delivered.
+func Deferred(ctx context.Context, o CostOptions) (Cost, error) {
+	o = o.withDefaults()
+	e, err := newEnv(ctx, envOpts{cfg: outbox.Config{Partitions: 4}, deferFor: o.DeferFor})
+	if err != nil {
+		return Cost{}, err
+	}
+	pl := payload(o.Payload)
+	began := time.Now()
+	const step, perStep = 5 * time.Second, 10
+	arrivals := o.DeferredMinutes * 60 / 5
+	ep := outbox.EnqueueParams{Kind: KindDeferred, WorkspaceID: "ws-00001", Payload: pl}
+	n := 0
+	limit := arrivals + int((o.DeferFor+30*time.Minute)/step)
+	for k := 0; ; k++ {
+		if k < arrivals {
+			for i := 0; i < perStep; i++ {
+				if _, err := e.eng.Enqueue(ctx, ep); err != nil {
+					return Cost{}, err
+				}
+				n++
+				e.advance(step / perStep)
+			}
+		} else {
+			e.advance(step)
+		}
+		if _, err := e.eng.Sweep(ctx, outbox.DrainParams{Owner: "bench-drainer"}); err != nil {
+			return Cost{}, fmt.Errorf("deferred: drain: %w", err)
+		}
+		if k >= arrivals && e.prov.delivered() >= n {
+			break
+		}
+		if k > limit {
+			return Cost{}, fmt.Errorf("bench: deferred: %d of %d delivered after %d steps", e.prov.delivered(), n, k)
+		}
+	}
+	c := e.cost(fmt.Sprintf("deferred (1 in 10 waits %s)", o.DeferFor), n, time.Since(began))
+	c.Note = fmt.Sprintf("%d actions over %d min at 2/s on 4 partitions, a sweep every 5 s; every tenth deferred %s on its first call", n, o.DeferredMinutes, o.DeferFor)
+	return c, nil
+}
+
 // AllCosts runs every cost workload.
 func AllCosts(ctx context.Context, o CostOptions, progress func(string)) ([]Cost, error) {
 	type wl struct {
@@ -411,9 +468,9 @@ func AllCosts(ctx context.Context, o CostOptions, progress func(string)) ([]Cost
 	var out []Cost
 	for _, w := range []wl{
 		{"keyless", Keyless}, {"laned", Laned}, {"trickle", Trickle}, {"keyed", Keyed}, {"email", Email},
-		{"batch25", Batch25}, {"backlog", Backlog}, {"stranded", Stranded},
+		{"batch25", Batch25}, {"backlog", Backlog}, {"stranded", Stranded}, {"deferred", Deferred},
 	} {
-		if len(o.Only) > 0 && !slices.Contains(o.Only, w.name) {
+		if len(o.Only) > 0 && !slices.Contains(o.Only, w.name) || len(o.Only) == 0 && w.name == "deferred" {
 			continue
 		}
 		progress(w.name)

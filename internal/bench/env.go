@@ -103,6 +103,7 @@ type envOpts struct {
 	sharedCC  *conflictCounter
 	sharedM   *meter
 	sharedPrv *provider
+	deferFor  time.Duration // KindDeferred's wait (default 1 h)
 }
 
 func newEnv(ctx context.Context, o envOpts) (*env, error) {
@@ -124,7 +125,7 @@ func newEnv(ctx context.Context, o envOpts) (*env, error) {
 		e.cc = &conflictCounter{DynamoDB: e.meter}
 		e.prov = newProvider(o.clk)
 	}
-	reg, err := registry(e.prov)
+	reg, err := registry(e.prov, o.deferFor)
 	if err != nil {
 		return nil, err
 	}
