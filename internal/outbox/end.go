@@ -199,7 +199,7 @@ func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) erro
 		return nil
 	}
 	lid := laneID{a.WorkspaceID, a.LaneKey}
-	tail, err := e.readTail(ctx, lid)
+	tail, err := e.endTail(ctx, lid, a)
 	if err != nil || tail.seq != a.Seq || tail.p != a.Partition {
 		return err
 	}
@@ -217,6 +217,20 @@ func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) erro
 	// as behind any ended member (the claim's walk passes it).
 	l.tailDrop = e.laneTailDelete(lid, tail).Delete
 	return nil
+}
+
+// endTail reads the lane's tail for the end of a, which no member of its
+// claimed run follows: first eventually consistent. A read naming a is
+// acted on only through the tail delete, conditioned on the tail still
+// naming a (a stale read is refused: a wasted delete). Any other answer
+// would leave the tail in place, so it is confirmed by a consistent read:
+// a stale read never leaves behind the tail of a drained lane (ADR 0017).
+func (e *Engine) endTail(ctx context.Context, lid laneID, a *Action) (laneTail, error) {
+	t, stale, err := e.readTailAs(ctx, lid, true)
+	if err != nil || !stale || (t.seq == a.Seq && t.p == a.Partition) {
+		return t, err
+	}
+	return e.readTail(ctx, lid)
 }
 
 // endSend sends the end, then deletes the lane tail when the end landed

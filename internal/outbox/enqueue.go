@@ -195,8 +195,11 @@ func (e *Engine) addSeq(ctx context.Context, p int, n int64) (int64, error) {
 }
 
 // prepare builds the items of a batch of enqueues (one lane tail update per
-// lane, chained in order). It reads each lane's tail with a consistent read.
-func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, []types.TransactWriteItem, error) {
+// lane, chained in order). It reads each lane's tail: eventually consistent
+// when eventual is set (the first try of EnqueueBatch: every tail write is
+// conditioned on the tail as read, so a stale read is refused and tried
+// again with consistent reads; design.md §7.1, ADR 0017), else consistent.
+func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams, eventual bool) ([]*prepared, []types.TransactWriteItem, error) {
 	// Times are stored in milliseconds: answer with what a later read returns.
 	now := e.clk.Now().UTC().Truncate(time.Millisecond)
 	valid, err := e.validateBatch(ps, now)
@@ -213,6 +216,7 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams) ([]*prepared, 
 		return nil, nil, err
 	}
 	lanes := newLaneTails()
+	lanes.eventual = eventual
 	out := make([]*prepared, 0, len(ps))
 	for i := range ps {
 		pl, err := e.place(ctx, &ps[i], lanes)
@@ -284,7 +288,7 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 	if p.LaneKey != "" {
 		t, seen := lanes.newest[lid]
 		if !seen {
-			if t, err = e.readLaneTail(ctx, lid, count); err != nil {
+			if t, err = e.readLaneTail(ctx, lid, count, lanes.eventual); err != nil {
 				return pl, err
 			}
 			lanes.read(lid, t)
@@ -321,9 +325,10 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 // conditioned on it (successorLinks), so nothing is written behind it once
 // it ended, and a partition above the count empties (ADR 0011 §2). A tail
 // whose member ended there is read as none: the lane starts again under
-// the count, and the tail's move is conditioned on it as read.
-func (e *Engine) readLaneTail(ctx context.Context, lid laneID, count int) (laneTail, error) {
-	t, err := e.readTail(ctx, lid)
+// the count, and the tail's move is conditioned on it as read. eventual
+// reads the tail eventually consistent where it may (readTailAs).
+func (e *Engine) readLaneTail(ctx context.Context, lid laneID, count int, eventual bool) (laneTail, error) {
+	t, _, err := e.readTailAs(ctx, lid, eventual)
 	if err != nil || t.seq == 0 || t.p < count || (t.old && t.stage == tailShared) {
 		// A tail in a partition while builds before ADR 0011 may enqueue
 		// behind it stays there (ADR 0011, Migration).
@@ -408,7 +413,9 @@ func (e *Engine) aboveCountChecks(ctx context.Context, out []*prepared) ([]types
 // laneTails follows the tails of the lanes an enqueue batch names: each as
 // read, and its newest seq once the batch's members are placed.
 type laneTails struct {
-	newest map[laneID]laneTail
+	// eventual: the tails are read eventually consistent (prepare).
+	eventual bool
+	newest   map[laneID]laneTail
 	old    map[laneID]laneTail
 	order  []laneID
 }
@@ -471,7 +478,10 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueu
 		for j, i := range pending {
 			sub[j] = ps[i]
 		}
-		prs, laneItems, err := e.prepare(ctx, sub)
+		// The first try reads lane tails eventually consistent; a tail
+		// that moved since (or a stale read) refuses the transaction, and
+		// the tries after it read them consistently.
+		prs, laneItems, err := e.prepare(ctx, sub, round == 0)
 		if err != nil {
 			var item *BatchItemError
 			if errors.As(err, &item) {
@@ -631,7 +641,9 @@ func (e *Engine) idemLookup(ctx context.Context, ws, ikey string) (*Action, erro
 // exactly when that transaction commits. If the transaction is cancelled,
 // Resolve tells whether the idempotency key was already used.
 func (e *Engine) EnqueueItems(ctx context.Context, p EnqueueParams) (*PreparedEnqueue, error) {
-	prs, laneItems, err := e.prepare(ctx, []EnqueueParams{p})
+	// Library mode: the caller's transaction is refused on a stale tail
+	// and its retry cannot say so: consistent reads.
+	prs, laneItems, err := e.prepare(ctx, []EnqueueParams{p}, false)
 	if err != nil {
 		return nil, err
 	}

@@ -325,21 +325,51 @@ func (e *Engine) laneTailPut(lid laneID, from, to laneTail) []types.TransactWrit
 // Migration; stage says where a new tail goes then). seq is 0 when the
 // lane has no tail.
 func (e *Engine) readTail(ctx context.Context, lid laneID) (laneTail, error) {
+	t, _, err := e.readTailAs(ctx, lid, false)
+	return t, err
+}
+
+// readTailAs is readTail, with eventual asking for the lane's own item to
+// be read eventually consistent. That serves only a caller whose write is
+// conditioned on the tail as read, or who confirms an answer with a
+// consistent read before acting on it (a stale read is then refused or
+// confirmed, never acted on; ADR 0017), and only once the partition map
+// says tails are their own items (tailsSettled): before, a stale miss could
+// send the lane to its partition's form. stale says the answer came from
+// an eventually consistent read.
+func (e *Engine) readTailAs(ctx context.Context, lid laneID, eventual bool) (t laneTail, stale bool, err error) {
+	if eventual {
+		stage, err := e.tailStageNow(ctx)
+		if err != nil {
+			return laneTail{}, false, err
+		}
+		eventual = stage == tailsSettled
+	}
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: e.table(), Key: laneTailKey(lid, laneTail{}), ConsistentRead: aws.Bool(true),
+		TableName: e.table(), Key: laneTailKey(lid, laneTail{}), ConsistentRead: aws.Bool(!eventual),
 	})
 	if err != nil {
-		return laneTail{}, fmt.Errorf("error reading lane tail: %w", err)
+		return laneTail{}, eventual, fmt.Errorf("error reading lane tail: %w", err)
 	}
 	if len(out.Item) > 0 {
-		return laneTail{seq: getN(out.Item, attrTailSeq), p: int(getN(out.Item, attrTailPart))}, nil
+		return laneTail{seq: getN(out.Item, attrTailSeq), p: int(getN(out.Item, attrTailPart))}, eventual, nil
 	}
+	if eventual {
+		return laneTail{}, true, nil // tailsSettled: no tail in a partition
+	}
+	t, err = e.readOldTail(ctx, lid)
+	return t, false, err
+}
+
+// readOldTail is readTail's look for a tail in the lane's partition, after
+// a consistent read found no own item.
+func (e *Engine) readOldTail(ctx context.Context, lid laneID) (laneTail, error) {
 	stage, err := e.tailStageNow(ctx)
 	if err != nil || stage == tailsSettled {
 		return laneTail{}, err
 	}
 	old := laneTail{p: LanePartition(lid.ws, lid.lane, e.cfg.Partitions), old: true, stage: stage}
-	out, err = e.db.GetItem(ctx, &dynamodb.GetItemInput{
+	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: laneTailKey(lid, old), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
