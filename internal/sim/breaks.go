@@ -158,6 +158,11 @@ func (w *world) breakTransact(in *dynamodb.TransactWriteItemsInput) *dynamodb.Tr
 		if b&BreakNoIdempotencyRecord != 0 && it.Put != nil && str(it.Put.Item, "sk") == "K" {
 			continue
 		}
+		if b&BreakTailCondition != 0 && it.Put != nil && isTailKey(it.Put.Item) {
+			pc := *it.Put
+			pc.ConditionExpression, pc.ExpressionAttributeNames, pc.ExpressionAttributeValues = nil, nil, nil
+			it = types.TransactWriteItem{Put: &pc}
+		}
 		if u := it.Update; u != nil && b&BreakClaimFence != 0 && str(u.Key, "sk") == "FENCE" {
 			// The claim's fence item (design.md §3.3: an Update that also records
 			// the in-flight entries) loses its version check.

@@ -43,6 +43,9 @@ func TestCheckersCatchBrokenEngines(t *testing.T) {
 		{"RecordStripSkipped", BreakSkipRecordStrip, []string{"ended-shape"}, 0, false},
 		{"RetiredWithRowsLeft", BreakRetireKeptBlind, []string{"retired-empty"}, 0, true},
 		{"TailNamesAnotherPartition", BreakTailLies, []string{"one-tail"}, 0, true},
+		// Only a stale tail read (ADR 0017) makes the missing condition
+		// matter: the simulator's enqueues run one at a time.
+		{"TailPutUnconditioned", BreakTailCondition, []string{"lanes"}, 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

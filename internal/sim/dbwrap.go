@@ -81,6 +81,13 @@ func (d *simDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...fun
 	if err != nil {
 		return nil, err
 	}
+	if !aws.ToBool(in.ConsistentRead) && isTailKey(in.Key) && !d.w.checking {
+		if item, stale := d.w.stale.read(in.Key, d.w.clk.Now()); stale {
+			d.w.res.Faults["ddb.stale_tail_read"]++
+			d.leave(p, "GetItem", nil)
+			return &dynamodb.GetItemOutput{Item: item}, nil
+		}
+	}
 	out, err := d.db.GetItem(ctx, in, o...)
 	if err == nil && d.w.opt.Broken&BreakReaperBlind != 0 && p.kind == "reaper" && str(in.Key, "sk") == "FENCE" {
 		out.Item = nil // the in-flight map too (design.md §3.3)

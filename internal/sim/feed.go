@@ -47,6 +47,7 @@ func (w *world) change() uint64 {
 }
 
 func (w *world) observe(p *proc, c ddblocal.Change) {
+	w.stale.observe(c)
 	pk, sk := str(c.Keys, "pk"), str(c.Keys, "sk")
 	if sk == "FENCE" {
 		if c.NewImage != nil {

@@ -74,6 +74,9 @@ const (
 	// BreakTailLies writes the lane tail of an enqueue that proposes
 	// naming the partition after the one its member is in (ADR 0011 §1).
 	BreakTailLies
+	// BreakTailCondition strips the condition from the enqueue's lane tail
+	// put (design.md §3.4): a tail read stale (ADR 0017) is then acted on.
+	BreakTailCondition
 )
 
 // Options describes one run.
@@ -227,6 +230,7 @@ type world struct {
 	checking bool  // the checkers are reading: no faults
 	feedSeq  uint64
 	stopped  bool // a violation was found
+	stale    *staleTails
 
 	trace bytes.Buffer
 	res   *Result
@@ -363,6 +367,7 @@ func newWorld(opt Options) *world {
 		ddblocal.WithChangeRetention(100*365*24*time.Hour),
 	)
 	w.wrap = &simDB{w: w, db: w.db}
+	w.stale = newStaleTails(opt.Seed)
 	names := []string{"new1", "new2", "new3", "old1"}
 	for i, n := range names {
 		skew := time.Duration(r.Int64N(int64(w.cfg.ClockSkew)+1)) - w.cfg.ClockSkew/2
