@@ -30,8 +30,9 @@
 // the run knows: they and the lane members behind them must stay untouched
 // and live. The fault plan (ddblocal.FaultPlan) fails calls before or after
 // their commit, throttles them, makes them conflict or slows them (the
-// sleeper advances the clock); global indexes lag up to 5 s; TTL deletes up
-// to 3 days late. Providers (one per delivery class) answer every outcome,
+// sleeper advances the clock); global indexes lag up to 5 s; an eventually
+// consistent read of a lane tail may answer the tail as it was up to 5 s
+// before (staleread.go, ADR 0017); TTL deletes up to 3 days late. Providers (one per delivery class) answer every outcome,
 // fail after accepting, panic, or hang past the lease.
 //
 // # Checkers
