@@ -413,11 +413,12 @@ func (e *Engine) aboveCountChecks(ctx context.Context, out []*prepared) ([]types
 // laneTails follows the tails of the lanes an enqueue batch names: each as
 // read, and its newest seq once the batch's members are placed.
 type laneTails struct {
-	// eventual: the tails are read eventually consistent (prepare).
-	eventual bool
-	newest   map[laneID]laneTail
+	newest map[laneID]laneTail
 	old    map[laneID]laneTail
 	order  []laneID
+
+	// eventual: the tails are read eventually consistent (prepare).
+	eventual bool
 }
 
 func newLaneTails() *laneTails {
