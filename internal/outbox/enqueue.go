@@ -54,6 +54,9 @@ type prepared struct {
 	spec    KindSpec
 	tailOld int64 // the lane tail's seq read before (0 = none)
 	shared  bool  // placement.shared: no check above the count
+	// holds, holdsRow: placement's (the check above the count is on holds).
+	holds    int64
+	holdsRow bool
 }
 
 // validateEnqueue checks params and returns the kind's spec and variant.
@@ -273,6 +276,11 @@ type placement struct {
 	part      int
 	seq, prev int64
 	shared    bool
+	// holds, holdsRow: the lane's tail names an ended member above the
+	// count and holds is the member still holding the lane there
+	// (laneTail.holds); the check above the count is on it, not on prev.
+	holds    int64
+	holdsRow bool
 }
 
 // place chooses an action's partition (its lane's, or the next of the
@@ -296,7 +304,7 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 		// A lane stays in the partition of its live members (its tail's);
 		// a lane without one starts in its partition under the count
 		// (ADR 0011).
-		pl.part, pl.prev = t.p, t.seq
+		pl.part, pl.prev, pl.holds, pl.holdsRow = t.p, t.seq, t.holds, t.holdsRow
 		switch {
 		case t.startsShared():
 			// Where a build before ADR 0011 looks for the lane's tail.
@@ -324,8 +332,11 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 // while its member is live: the enqueue's link on that member is
 // conditioned on it (successorLinks), so nothing is written behind it once
 // it ended, and a partition above the count empties (ADR 0011 §2). A tail
-// whose member ended there is read as none: the lane starts again under
-// the count, and the tail's move is conditioned on it as read. eventual
+// whose member ended there is read as none, unless a live member before it
+// still holds the lane (laneHolder: the member ended out of order without
+// a relink): then the next member joins behind the tail, conditioned on
+// that one. None: the lane starts again under the count, and the tail's
+// move is conditioned on it as read. eventual
 // reads the tail eventually consistent where it may (readTailAs).
 func (e *Engine) readLaneTail(ctx context.Context, lid laneID, count int, eventual bool) (laneTail, error) {
 	t, _, err := e.readTailAs(ctx, lid, eventual)
@@ -334,8 +345,15 @@ func (e *Engine) readLaneTail(ctx context.Context, lid laneID, count int, eventu
 		// behind it stays there (ADR 0011, Migration).
 		return t, err
 	}
-	live, err := e.rowLive(ctx, t.p, t.seq)
-	if err != nil || live {
+	it, err := e.readLinks(ctx, t.p, t.seq)
+	if err != nil || it != nil && !State(getS(it, attrState)).Ended() {
+		return t, err
+	}
+	// An ended member that ended out of order without a relink (its
+	// relink refused maxRelinkTries times, or its predecessor ended the
+	// same way) may have a live member before it: that one still holds the
+	// lane here, and the next member waits for it behind the tail.
+	if t.holds, t.holdsRow, err = e.laneHolder(ctx, t.p, it); err != nil || t.holds != 0 {
 		return t, err
 	}
 	// With old, the row in the partition goes on the same condition and the
@@ -362,7 +380,7 @@ func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now
 	if !p.ExpiresAt.IsZero() {
 		a.ExpiresAt = p.ExpiresAt.UTC()
 	}
-	pr := &prepared{a: a, spec: v.ad.Spec(), shared: pl.shared}
+	pr := &prepared{a: a, spec: v.ad.Spec(), shared: pl.shared, holds: pl.holds, holdsRow: pl.holdsRow}
 	pr.action = types.TransactWriteItem{Put: &types.Put{
 		TableName:           e.table(),
 		Item:                actionItem(&a),
@@ -374,14 +392,28 @@ func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now
 	return pr
 }
 
-// rowLive reads with a consistent read whether an action row exists and has
-// not ended.
-func (e *Engine) rowLive(ctx context.Context, p int, seq int64) (bool, error) {
-	it, err := e.readLinks(ctx, p, seq)
-	if err != nil {
-		return false, err
+// laneHolder walks back the prev links of it, an ended member's row of
+// partition p (nil: gone), with consistent reads, to the first live
+// member: the one holding the lane (0: none, the chain reaches its start
+// or a gone row). Past maxLaneWalk rows it stops at the row it would read
+// next (row): the lane waits, as a claim's walk does past its bound.
+func (e *Engine) laneHolder(ctx context.Context, p int, it map[string]types.AttributeValue) (seq int64, row bool, err error) {
+	for hop := 0; it != nil; hop++ {
+		pv := getN(it, attrPrev)
+		if pv == 0 {
+			return 0, false, nil
+		}
+		if hop >= maxLaneWalk {
+			return pv, true, nil
+		}
+		if it, err = e.readLinks(ctx, p, pv); err != nil {
+			return 0, false, err
+		}
+		if it != nil && !State(getS(it, attrState)).Ended() {
+			return pv, false, nil
+		}
 	}
-	return it != nil && !State(getS(it, attrState)).Ended(), nil
+	return 0, false, nil
 }
 
 // aboveCountChecks keeps each laned member placed in a partition at or
@@ -402,10 +434,21 @@ func (e *Engine) aboveCountChecks(ctx context.Context, out []*prepared) ([]types
 		if pr.a.LaneKey == "" || pr.a.PrevSeq == 0 || pr.a.Partition < count || inBatch[pr.a.PrevSeq] || pr.shared {
 			continue
 		}
-		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		c := &types.ConditionCheck{
 			TableName: e.table(), Key: actionKey(pr.a.Partition, pr.a.PrevSeq), ConditionExpression: aws.String(liveCond),
 			ExpressionAttributeNames: map[string]string{"#st": attrState}, ExpressionAttributeValues: liveVals(map[string]types.AttributeValue{}),
-		}})
+		}
+		switch {
+		case pr.holdsRow:
+			// Past the walk's bound: the ended row the walk stopped at is
+			// still there (the partition is not empty; retention deleting
+			// it lets a read again walk further).
+			c.Key, c.ConditionExpression, c.ExpressionAttributeValues = actionKey(pr.a.Partition, pr.holds), aws.String("attribute_exists(#st)"), nil
+		case pr.holds != 0:
+			// Behind an ended tail: the live member before it.
+			c.Key = actionKey(pr.a.Partition, pr.holds)
+		}
+		items = append(items, types.TransactWriteItem{ConditionCheck: c})
 	}
 	return items, nil
 }

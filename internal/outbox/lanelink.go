@@ -242,6 +242,16 @@ type laneTail struct {
 	// condition that it still names this one. With old, the tail in the
 	// partition goes (on that condition) and the lane starts with its own.
 	ended int64
+	// holds (a tail at or above the count naming an ended member seq): the
+	// first live member back along seq's prev links, which still holds the
+	// lane in partition p (seq ended out of order without a relink,
+	// design.md §7.3); the next member joins behind seq, its write
+	// conditioned on holds being live (aboveCountChecks). holdsRow: the
+	// walk's bound was reached at holds, an ended row still there; the
+	// condition is then that the row is there (the lane waits as a
+	// claim's walk past its bound does).
+	holds    int64
+	holdsRow bool
 	// stage (as read, no own item found): a tail may be in a partition
 	// (ADR 0011, Migration); tailShared or tailMoving say where a new lane's
 	// tail goes (tailsSettled: its own item, nothing else looked up).

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -537,4 +539,112 @@ var _ = register("LaneListingFindsMembersUnderAnEarlierCount", func(ctx context.
 		}
 	}
 	require.Equal(t, want, got)
+})
+
+// refuseTailMoves refuses every transaction that moves a lane tail (an
+// out-of-order end's relink of its lane's tail back to a live
+// predecessor), as when the links move again and again under the end: the
+// end gives up its relink (maxRelinkTries) and ends without one.
+type refuseTailMoves struct {
+	outbox.DynamoDB
+	n atomic.Int64
+}
+
+func (d *refuseTailMoves) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for i, it := range in.TransactItems {
+		if it.Update == nil || !isLaneTail(it.Update.Key) {
+			continue
+		}
+		d.n.Add(1)
+		reasons := make([]types.CancellationReason, len(in.TransactItems))
+		for j := range reasons {
+			reasons[j].Code = aws.String("None")
+		}
+		reasons[i].Code = aws.String("ConditionalCheckFailed")
+		return nil, &types.TransactionCanceledException{Message: aws.String("refused"), CancellationReasons: reasons}
+	}
+	return d.DynamoDB.TransactWriteItems(ctx, in, o...)
+}
+
+// Above the count a lane is held in its partition by a live member (ADR
+// 0011 §2). A tail naming an ended member is not proof that the lane is
+// empty there: that member may have ended out of order without a relink
+// while an earlier member is live. The next member must still wait for
+// that one, not start the lane again under the count beside it.
+var _ = register("AboveTheCountAnEndedTailWithALiveAncestorHoldsTheLane", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 8 })
+	lane := laneMoving("ws", 8, 2)
+	p := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
+	res, _, _ := tb.claim(t, p.Partition, 10)
+	require.Equal(t, [][]string{{p.ID}}, ids(res), "p executes")
+	// m joins behind the live p, above the count.
+	m := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.Equal(t, p.Partition, m.Partition)
+	require.Equal(t, p.Seq, m.PrevSeq)
+	// m is cancelled; its relink (the tail back to p) is refused every
+	// time, so it ends without one and the tail still names it.
+	db := &refuseTailMoves{DynamoDB: tb.b.DB}
+	e2, err := outbox.New(db, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
+	require.NoError(t, err)
+	_, err = e2.Cancel(ctx, m.ID)
+	require.NoError(t, err)
+	require.Greater(t, db.n.Load(), int64(1), "the relink was tried and refused")
+	require.Equal(t, outbox.StateCANCELLED, tb.get(t, m.ID).State)
+	require.Equal(t, m.Seq, nAttr(t, tb.tailRow(t, "ws", lane), "seq"), "the tail still names the ended m")
+	// The next member's write is conditioned on p (the live member that
+	// holds the lane above the count), not on the ended m.
+	pe, err := tb.e.EnqueueItems(ctx, outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", LaneKey: lane, Payload: Payload(Script{})})
+	require.NoError(t, err)
+	checked := false
+	for _, it := range pe.Items {
+		if c := it.ConditionCheck; c != nil && str(c.Key, "sk") == fmt.Sprintf("A#%020d", p.Seq) {
+			checked = true
+		}
+	}
+	require.True(t, checked, "the write is conditioned on p being live")
+	// The next member waits for p: in its partition, behind m (the claim's
+	// walk passes the ended m to p).
+	n := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.Equal(t, p.Partition, n.Partition, "not beside p under the count")
+	require.Equal(t, m.Seq, n.PrevSeq)
+	for _, q := range []int{p.Partition, outbox.LanePartition("ws", lane, 2)} {
+		r, _, _ := tb.claim(t, q, 10)
+		require.Empty(t, r.Groups, "n waits for p (partition %d)", q)
+	}
+	_, err = tb.e.AttemptFinish(ctx, res.Groups[0][0], outbox.Done("x"))
+	require.NoError(t, err)
+	r, _, _ := tb.claim(t, p.Partition, 10)
+	require.Equal(t, [][]string{{n.ID}}, ids(r), "n runs after p")
+	_, err = tb.e.AttemptFinish(ctx, r.Groups[0][0], outbox.Done("x"))
+	require.NoError(t, err)
+	// Drained, the lane starts again under the count.
+	x := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.Equal(t, outbox.LanePartition("ws", lane, 2), x.Partition)
+	require.Zero(t, x.PrevSeq)
+})
+
+// When the live member that holds the lane above the count ends between
+// the tail's read and the write, the write is refused (its check) and the
+// lane, read again, starts under the count.
+var _ = register("AboveTheCountAHolderEndingFirstRefusesTheJoin", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 8 })
+	lane := laneMoving("ws", 8, 2)
+	p := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
+	res, _, _ := tb.claim(t, p.Partition, 10)
+	m := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	db := &refuseTailMoves{DynamoDB: tb.b.DB}
+	e2, err := outbox.New(db, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
+	require.NoError(t, err)
+	_, err = e2.Cancel(ctx, m.ID)
+	require.NoError(t, err)
+	pe, err := tb.e.EnqueueItems(ctx, outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", LaneKey: lane, Payload: Payload(Script{})})
+	require.NoError(t, err)
+	_, err = tb.e.AttemptFinish(ctx, res.Groups[0][0], outbox.Done("x"))
+	require.NoError(t, err)
+	require.Error(t, tb.transact(pe.Items), "p ended: nothing joins behind the lane above the count")
+	x := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.Equal(t, outbox.LanePartition("ws", lane, 2), x.Partition)
+	require.Zero(t, x.PrevSeq)
 })
