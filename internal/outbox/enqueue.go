@@ -353,7 +353,7 @@ func (e *Engine) readLaneTail(ctx context.Context, lid laneID, count int, eventu
 	// relink refused maxRelinkTries times, or its predecessor ended the
 	// same way) may have a live member before it: that one still holds the
 	// lane here, and the next member waits for it behind the tail.
-	if t.holds, t.holdsRow, err = e.laneHolder(ctx, t.p, it); err != nil || t.holds != 0 {
+	if t.holds, t.holdsRow, err = e.laneHolder(ctx, t.p, t.seq, it); err != nil || t.holds != 0 {
 		return t, err
 	}
 	// With old, the row in the partition goes on the same condition and the
@@ -392,19 +392,20 @@ func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now
 	return pr
 }
 
-// laneHolder walks back the prev links of it, an ended member's row of
-// partition p (nil: gone), with consistent reads, to the first live
-// member: the one holding the lane (0: none, the chain reaches its start
-// or a gone row). Past maxLaneWalk rows it stops at the row it would read
-// next (row): the lane waits, as a claim's walk does past its bound.
-func (e *Engine) laneHolder(ctx context.Context, p int, it map[string]types.AttributeValue) (seq int64, row bool, err error) {
+// laneHolder walks back the prev links of it, the row of seq, an ended
+// member of partition p (nil: gone), with consistent reads, to the first
+// live member: the one holding the lane (0: none, the chain reaches its
+// start or a gone row). Past maxLaneWalk rows it stops at the last row it
+// read (row: an ended row that was there): the lane waits, as a claim's
+// walk does past its bound, until retention deletes that row.
+func (e *Engine) laneHolder(ctx context.Context, p int, seq int64, it map[string]types.AttributeValue) (holds int64, row bool, err error) {
 	for hop := 0; it != nil; hop++ {
 		pv := getN(it, attrPrev)
 		if pv == 0 {
 			return 0, false, nil
 		}
 		if hop >= maxLaneWalk {
-			return pv, true, nil
+			return seq, true, nil
 		}
 		if it, err = e.readLinks(ctx, p, pv); err != nil {
 			return 0, false, err
@@ -412,6 +413,7 @@ func (e *Engine) laneHolder(ctx context.Context, p int, it map[string]types.Attr
 		if it != nil && !State(getS(it, attrState)).Ended() {
 			return pv, false, nil
 		}
+		seq = pv
 	}
 	return 0, false, nil
 }
@@ -441,8 +443,8 @@ func (e *Engine) aboveCountChecks(ctx context.Context, out []*prepared) ([]types
 		switch {
 		case pr.holdsRow:
 			// Past the walk's bound: the ended row the walk stopped at is
-			// still there (the partition is not empty; retention deleting
-			// it lets a read again walk further).
+			// still there (the partition is not empty; once retention
+			// deleted it, a read again finds the chain cut there).
 			c.Key, c.ConditionExpression, c.ExpressionAttributeValues = actionKey(pr.a.Partition, pr.holds), aws.String("attribute_exists(#st)"), nil
 		case pr.holds != 0:
 			// Behind an ended tail: the live member before it.

@@ -648,3 +648,56 @@ var _ = register("AboveTheCountAHolderEndingFirstRefusesTheJoin", func(ctx conte
 	require.Equal(t, outbox.LanePartition("ws", lane, 2), x.Partition)
 	require.Zero(t, x.PrevSeq)
 })
+
+// Past the walk's bound (more ended members behind the tail than a claim's
+// walk looks past) the lane waits above the count, as it would under it:
+// the next member joins behind the tail, its check on the last row the
+// walk read being there; once retention deleted the ended rows it runs.
+var _ = register("AboveTheCountAnEndedTailPastTheWalkWaitsBehindIt", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 8; c.Retention = time.Hour })
+	lane := laneMoving("ws", 8, 2)
+	var ms []outbox.Action
+	for i := 0; i < 40; i++ {
+		ms = append(ms, tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane}))
+	}
+	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
+	res, _, _ := tb.claim(t, ms[0].Partition, 100)
+	require.Len(t, res.Groups, 1)
+	require.Len(t, res.Groups[0], 40)
+	// They end in order; the last end's tail delete is lost.
+	e2, f := tb.faulty(t)
+	f.rule = func(op string, k map[string]types.AttributeValue) fault {
+		if op == "DeleteItem" && isLaneTail(k) {
+			return failBefore
+		}
+		return noFault
+	}
+	for i, x := range res.Groups[0] {
+		e := tb.e
+		if i == len(res.Groups[0])-1 {
+			e = e2
+		}
+		_, err := e.AttemptFinish(ctx, x, outbox.Done("x"))
+		require.NoError(t, err)
+	}
+	last := ms[len(ms)-1]
+	require.Equal(t, last.Seq, nAttr(t, tb.tailRow(t, "ws", lane), "seq"))
+	pe, err := tb.e.EnqueueItems(ctx, outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", LaneKey: lane, Payload: Payload(Script{})})
+	require.NoError(t, err)
+	require.Equal(t, last.Partition, pe.Action.Partition)
+	require.Equal(t, last.Seq, pe.Action.PrevSeq)
+	held := false
+	for _, it := range pe.Items {
+		if c := it.ConditionCheck; c != nil && aws.ToString(c.ConditionExpression) == "attribute_exists(#st)" {
+			held = true
+		}
+	}
+	require.True(t, held, "the check is that the row the walk stopped at is there")
+	require.NoError(t, tb.transact(pe.Items))
+	tb.b.Clock.Advance(2 * time.Hour)
+	ret, err := tb.settled().Retain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 40, ret.Deleted)
+	r, _, _ := tb.claim(t, last.Partition, 10)
+	require.Equal(t, [][]string{{pe.Action.ID}}, ids(r))
+})
