@@ -104,6 +104,7 @@ type envOpts struct {
 	sharedM   *meter
 	sharedPrv *provider
 	deferFor  time.Duration // KindDeferred's wait (default 1 h)
+	unbooked  bool          // the meter books nothing and lets calls overlap (meter.unbooked)
 }
 
 func newEnv(ctx context.Context, o envOpts) (*env, error) {
@@ -122,6 +123,7 @@ func newEnv(ctx context.Context, o envOpts) (*env, error) {
 	} else {
 		e.db = ddblocal.New(append([]ddblocal.Option{ddblocal.WithClock(o.dbClock)}, o.dbOpts...)...)
 		e.meter = newMeter(e.db)
+		e.meter.unbooked = o.unbooked
 		e.cc = &conflictCounter{DynamoDB: e.meter}
 		e.prov = newProvider(o.clk)
 	}
