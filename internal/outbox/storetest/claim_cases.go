@@ -97,69 +97,27 @@ var _ = register("StrandedLaneBacklogIsReadOncePerClaim", func(ctx context.Conte
 	require.NoError(t, e.FenceRelease(ctx, 0, "reader", v))
 })
 
-var _ = register("StrandedLaneIsReadOncePerLease", func(ctx context.Context, t *testing.T, nb NewBackend) {
-	tb := setup(ctx, t, nb, nil)
-	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
-	res, _, _ := tb.claim(t, 0, 1) // stranded: its drainer died, its lease runs
+// strandedLane claims the head of lane A as a drainer that then died (its
+// lease runs) and enqueues 60 members behind it.
+func strandedLane(t *testing.T, tb *bundle) (head outbox.Action, lease time.Time, lane []outbox.Action) {
+	t.Helper()
+	head = tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
+	res, _, _ := tb.claim(t, 0, 1)
 	require.Equal(t, [][]string{{head.ID}}, ids(res))
-	lease := tb.get(t, head.ID).LeaseExpiresAt
-	var lane []outbox.Action
 	for range 60 {
 		lane = append(lane, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"}))
 	}
-	tb.b.Clock.Advance(2 * time.Minute) // the run is older than the skew bound and the write margin
-	k := tb.enqueue(t, outbox.EnqueueParams{})
-	db := &countingDB{DynamoDB: tb.b.DB, calls: map[string]int{}}
-	e, err := outbox.New(db, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
-	require.NoError(t, err)
-	tb.settled()
-	r, err := e.DrainPartition(ctx, 0, outbox.DrainParams{})
-	require.NoError(t, err)
-	require.Equal(t, 1, r.Ended)
-	require.Equal(t, outbox.StateDONE, tb.get(t, k.ID).State)
-	require.GreaterOrEqual(t, db.snapshot()["Query due items"], 61, "the first drain reads the blocked run")
-	// Later wake-ups read past the run while the head's lease runs: the
-	// fence row remembers it (ADR 0012 part 3).
-	for range 3 {
-		k := tb.enqueue(t, outbox.EnqueueParams{})
-		tb.b.Clock.Advance(time.Second)
-		before := db.snapshot()["Query due items"]
-		tb.settled()
-		r, err := e.DrainPartition(ctx, 0, outbox.DrainParams{})
-		require.NoError(t, err)
-		require.Equal(t, 1, r.Ended)
-		require.Equal(t, outbox.StateDONE, tb.get(t, k.ID).State)
-		require.Equal(t, 1, db.snapshot()["Query due items"]-before, "only the new action is read")
-	}
-	// Once the head's lease is over it is reclaimed, and its lane runs.
-	tb.b.Clock.Set(lease)
-	for range 10 {
-		tb.drain(t)
-		tb.b.Clock.Advance(time.Second)
-	}
-	require.Equal(t, outbox.StateDONE, tb.get(t, head.ID).State)
-	for _, a := range lane {
-		require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
-	}
-})
+	return head, tb.get(t, head.ID).LeaseExpiresAt, lane
+}
 
-var _ = register("YoungStrandedRunIsReadOnceUntilItIsFirm", func(ctx context.Context, t *testing.T, nb NewBackend) {
-	tb := setup(ctx, t, nb, nil)
-	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
-	res, _, _ := tb.claim(t, 0, 1) // stranded: its drainer died, its lease runs
-	require.Equal(t, [][]string{{head.ID}}, ids(res))
-	lease := tb.get(t, head.ID).LeaseExpiresAt
-	var lane []outbox.Action
-	for range 60 {
-		lane = append(lane, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"}))
-	}
-	// The run is younger than the skew bound and the write margin: a row
-	// due inside it may still enter the index.
-	tb.b.Clock.Advance(time.Second)
+// strandedWake returns a wake-up of the stranded partition: a keyless
+// action enqueued, then one drain by an engine that counts its calls; it
+// checks the action ran and returns how many due items the drain read.
+func strandedWake(ctx context.Context, t *testing.T, tb *bundle) func() int {
 	db := &countingDB{DynamoDB: tb.b.DB, calls: map[string]int{}}
 	e, err := outbox.New(db, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
 	require.NoError(t, err)
-	wake := func() int {
+	return func() int {
 		t.Helper()
 		k := tb.enqueue(t, outbox.EnqueueParams{})
 		tb.b.Clock.Advance(time.Second)
@@ -171,6 +129,44 @@ var _ = register("YoungStrandedRunIsReadOnceUntilItIsFirm", func(ctx context.Con
 		require.Equal(t, outbox.StateDONE, tb.get(t, k.ID).State)
 		return db.snapshot()["Query due items"] - before
 	}
+}
+
+// strandedLaneRunsAfterItsLease: once the head's lease is over it is
+// reclaimed, and its lane runs.
+func strandedLaneRunsAfterItsLease(t *testing.T, tb *bundle, head outbox.Action, lease time.Time, lane []outbox.Action) {
+	t.Helper()
+	tb.b.Clock.Set(lease)
+	for range 10 {
+		tb.drain(t)
+		tb.b.Clock.Advance(time.Second)
+	}
+	require.Equal(t, outbox.StateDONE, tb.get(t, head.ID).State)
+	for _, a := range lane {
+		require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
+	}
+}
+
+var _ = register("StrandedLaneIsReadOncePerLease", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	head, lease, lane := strandedLane(t, tb)
+	tb.b.Clock.Advance(2 * time.Minute) // the run is older than the skew bound and the write margin
+	wake := strandedWake(ctx, t, tb)
+	require.GreaterOrEqual(t, wake(), 61, "the first drain reads the blocked run")
+	// Later wake-ups read past the run while the head's lease runs: the
+	// fence row remembers it (ADR 0012 part 3).
+	for range 3 {
+		require.Equal(t, 1, wake(), "only the new action is read")
+	}
+	strandedLaneRunsAfterItsLease(t, tb, head, lease, lane)
+})
+
+var _ = register("YoungStrandedRunIsReadOnceUntilItIsFirm", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	head, lease, lane := strandedLane(t, tb)
+	// The run is younger than the skew bound and the write margin: a row
+	// due inside it may still enter the index.
+	tb.b.Clock.Advance(time.Second)
+	wake := strandedWake(ctx, t, tb)
 	require.GreaterOrEqual(t, wake(), 61, "the first drain reads the blocked run")
 	// Until the run's rows must all be in the index, later wake-ups read
 	// past it (before ADR 0012 part 3's amendment: every one read it all).
@@ -184,25 +180,12 @@ var _ = register("YoungStrandedRunIsReadOnceUntilItIsFirm", func(ctx context.Con
 	for range 3 {
 		require.Equal(t, 1, wake(), "only the new action is read")
 	}
-	tb.b.Clock.Set(lease)
-	for range 10 {
-		tb.drain(t)
-		tb.b.Clock.Advance(time.Second)
-	}
-	require.Equal(t, outbox.StateDONE, tb.get(t, head.ID).State)
-	for _, a := range lane {
-		require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
-	}
+	strandedLaneRunsAfterItsLease(t, tb, head, lease, lane)
 })
 
 var _ = register("LateRowInAYoungStrandedRunWaitsUntilTheRunIsFirm", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, nil)
-	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
-	res, _, _ := tb.claim(t, 0, 1)
-	require.Equal(t, [][]string{{head.ID}}, ids(res))
-	for range 60 {
-		tb.enqueue(t, outbox.EnqueueParams{LaneKey: "A"})
-	}
+	strandedLane(t, tb)
 	tb.b.Clock.Advance(time.Second)
 	tb.drain(t) // remembers the young run (two batches and more)
 	// A keyless enqueue whose clock runs behind (within the skew bound)
