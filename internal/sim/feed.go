@@ -88,7 +88,7 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 	}
 	part, _ := strconv.Atoi(pk[2:])
 	seq, _ := strconv.ParseInt(sk[2:], 10, 64)
-	id := outbox.LegacyActionID(part, seq)
+	id := rowKey(part, seq)
 	if c.NewImage != nil && state(c.NewImage) == outbox.StateADMITTED && (!has(c.NewImage, "due_pk") || !has(c.NewImage, "due_sk")) {
 		// Audit: an ADMITTED action is found only through the due index
 		// (design.md §3.3 drops in-flight entries of ADMITTED rows), so every
@@ -447,6 +447,6 @@ func (w *world) fenceWritten(p *proc, part int, fs fenceState, c ddblocal.Change
 		if p.entered == nil {
 			p.entered = map[string]bool{}
 		}
-		p.entered[outbox.LegacyActionID(part, seq)] = true
+		p.entered[rowKey(part, seq)] = true
 	}
 }

@@ -84,4 +84,9 @@ func rowState(it map[string]types.AttributeValue) string {
 
 // keyID labels an action by its key, as the simulator's rows are kept
 // (the ids the engine mints are of no concern to its checks).
-func keyID(a *outbox.Action) string { return outbox.LegacyActionID(a.Partition, a.Seq) }
+func keyID(a *outbox.Action) string { return rowKey(a.Partition, a.Seq) }
+
+// rowKey labels the action row of (partition, seq): "<partition>-<seq>".
+func rowKey(partition int, seq int64) string {
+	return strconv.Itoa(partition) + "-" + strconv.FormatInt(seq, 10)
+}

@@ -92,14 +92,6 @@ func (w *world) setup() {
 	if err := w.hosts[0].eng.EnsureTable(p.ctx()); err != nil {
 		panic(fmt.Sprintf("sim: table: %v", err))
 	}
-	if w.opt.Upgrade {
-		// A table an older build made and wrote: no partition map.
-		if _, err := w.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(w.cfg.Table),
-			Key: map[string]types.AttributeValue{"pk": avS("M#partitions"), "sk": avS("M")}}); err != nil {
-			panic(fmt.Sprintf("sim: partition map: %v", err))
-		}
-		w.tracef(nil, "upgrade: the table has no partition map; %s enqueues laned actions as a build before ADR 0011 until the deploy ends", w.hosts[3].name)
-	}
 	w.faultsOn = true
 	if w.maxLag > 0 {
 		w.res.Faults["ddb.index_lag_runs"]++
@@ -258,15 +250,7 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 	}
 	var res *outbox.EnqueueResult
 	var err error
-	if w.preBuild(h) && t.lane != "" && !resend {
-		w.res.Faults["build.pre_adr0011_enqueue"]++
-		var a *outbox.Action
-		if a, err = w.preLanedEnqueue(p.ctx(), h, ep, t.variant); err == nil {
-			res = &outbox.EnqueueResult{Action: *a}
-		}
-	} else {
-		res, err = h.eng.Enqueue(p.ctx(), ep)
-	}
+	res, err = h.eng.Enqueue(p.ctx(), ep)
 	what := fmt.Sprintf("enqueue %s %s/%s lane=%s/%s subj=%s key=%q propose=%v resend=%v", t.name, t.kind, t.variant, t.ws, t.lane, t.subj, t.ikey, t.propose, resend)
 	if err != nil {
 		w.tracef(p, "%s: error %s", what, shortErr(err))
@@ -298,24 +282,6 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 	if r := w.rows[id]; r == nil || r.gone != "" || r.tok != t {
 		w.violate("nothing-lost", []string{id}, "acknowledged enqueue of %s (%s) is not in the table", t.name, id)
 	}
-}
-
-// preBuild (Options.Upgrade) reports whether h enqueues as a build before
-// ADR 0011 now: the older host, until the deploy ends. The first enqueue of
-// a new build draws when that is: within 14 minutes of it, less than any
-// function of the older build can run on after the deploy replaced it.
-func (w *world) preBuild(h *host) bool {
-	if !w.opt.Upgrade {
-		return false
-	}
-	if !h.old {
-		if w.preEnd.IsZero() {
-			w.preEnd = w.clk.Now().Add(randDur(w.urng, 0, 14*time.Minute))
-			w.tracef(nil, "upgrade: first enqueue of the new build; the deploy ends at %s", fmtDur(w.preEnd.Sub(epoch0)))
-		}
-		return false
-	}
-	return w.preEnd.IsZero() || w.clk.Now().Before(w.preEnd)
 }
 
 // liveRows lists the shadow rows that exist and have not ended, by id.
@@ -540,24 +506,10 @@ func (w *world) finalChecks() {
 			if s := str(it, "sk"); len(s) > 2 && s[:2] == "A#" && str(it, "sr") != "ERASED" {
 				part, _ := strconv.Atoi(strings.TrimPrefix(str(it, "pk"), "P#"))
 				seq, _ := strconv.ParseInt(s[2:], 10, 64)
-				seen[outbox.LegacyActionID(part, seq)] = true
+				seen[rowKey(part, seq)] = true
 			}
 			if str(it, "sk") == "L" && strings.HasPrefix(str(it, "pk"), "L#") {
-				lane := strings.TrimPrefix(str(it, "pk"), "L#")
-				if _, two := tails[lane]; two {
-					w.violate("one-tail", nil, "lane %s has its own tail item and a tail in a partition", lane)
-					return
-				}
-				tails[lane] = int(num(it, "p"))
-			}
-			if sk := str(it, "sk"); strings.HasPrefix(sk, "L#") && strings.HasPrefix(str(it, "pk"), "P#") {
-				// A tail as builds before ADR 0011 wrote it (Options.Upgrade).
-				lane := strings.TrimPrefix(sk, "L#")
-				if _, two := tails[lane]; two {
-					w.violate("one-tail", nil, "lane %s has its own tail item and a tail in a partition", lane)
-					return
-				}
-				tails[lane], _ = strconv.Atoi(strings.TrimPrefix(str(it, "pk"), "P#"))
+				tails[strings.TrimPrefix(str(it, "pk"), "L#")] = int(num(it, "p"))
 			}
 			if str(it, "pk") == "M#partitions" {
 				pmap = it
@@ -567,7 +519,7 @@ func (w *world) finalChecks() {
 				if ns, ok := it["seqs"].(*types.AttributeValueMemberNS); ok {
 					for _, v := range ns.Value {
 						seq, _ := strconv.ParseInt(v, 10, 64)
-						journaled[outbox.LegacyActionID(part, seq)] = true
+						journaled[rowKey(part, seq)] = true
 					}
 				}
 			}
@@ -589,19 +541,8 @@ func (w *world) finalChecks() {
 			return
 		}
 	}
-	if (w.opt.Repartition || w.opt.Upgrade) && !w.checkPartitions(tails, pmap) {
+	if w.opt.Repartition && !w.checkPartitions(tails, pmap) {
 		return
-	}
-	if w.opt.Upgrade {
-		// How far the run took the migration (ADR 0011, Migration).
-		switch {
-		case str(pmap, "tails") == "own":
-			w.res.Faults["upgrade.tails_own"]++
-		case has(pmap, "tsh") && w.clk.Now().Sub(msTime(pmap, "tsh")) >= 16*time.Minute:
-			w.res.Faults["upgrade.tails_moving"]++
-		default:
-			w.res.Faults["upgrade.tails_shared"]++
-		}
 	}
 	// Every ended row still in the table is listed by a retention journal
 	// item (design.md §3.6), unless the process that ended it died or failed to

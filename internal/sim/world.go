@@ -99,15 +99,6 @@ type Options struct {
 	// live change (docs/deploy.md: drain first; ADR 0011, proposed):
 	// TestRepartitionIsCaughtByTheCheckers shows what the checkers find.
 	Repartition bool
-	// Upgrade runs the deploy of ADR 0011 (the lane tail leaves the
-	// partition) on a table an older build wrote: the table starts without
-	// the partition map, and until the deploy ends the older build's host
-	// enqueues its new laned actions as a build before ADR 0011 did
-	// (oldbuild.go, a model of that build's reads and writes) beside the new
-	// build's enqueues. The deploy ends (no build before ADR 0011 runs any
-	// more) at a time drawn within 14 minutes of the first new enqueue:
-	// docs/deploy.md, Upgrading. Its draws come from a source of their own.
-	Upgrade bool
 }
 
 // Violation is one broken invariant.
@@ -202,17 +193,12 @@ type rates struct {
 
 // world is one run.
 type world struct {
-	opt  Options
-	cfg  outbox.Config
-	rng  *rand.Rand
-	krng *rand.Rand // Options.KillEnqueues draws
-	prng *rand.Rand // Options.Repartition draws
-	urng *rand.Rand // Options.Upgrade draws
-	// preEnd (Options.Upgrade) is when the deploy ends, once a new build
-	// enqueued: until then the older host enqueues laned actions as a
-	// build before ADR 0011.
-	preEnd   time.Time
-	parts    int // the last partition count a deploy chose (Options.Repartition)
+	opt      Options
+	cfg      outbox.Config
+	rng      *rand.Rand
+	krng     *rand.Rand // Options.KillEnqueues draws
+	prng     *rand.Rand // Options.Repartition draws
+	parts    int        // the last partition count a deploy chose (Options.Repartition)
 	clk      *clock.Manual
 	db       *ddblocal.DB
 	wrap     *simDB
@@ -329,7 +315,6 @@ func newWorld(opt Options) *world {
 		rng:       rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5deece66d)),
 		krng:      rand.New(rand.NewPCG(opt.Seed, 0x6b696c6c)),
 		prng:      rand.New(rand.NewPCG(opt.Seed, 0x70617274)),
-		urng:      rand.New(rand.NewPCG(opt.Seed, 0x75706772)),
 		clk:       clock.NewManual(epoch0),
 		tokens:    map[string]*token{},
 		rows:      map[string]*row{},

@@ -20,10 +20,9 @@ func main() {
 	seed := flag.Uint64("seed", 0, "replay this one seed and print its trace")
 	broken := flag.Uint("broken", 0, "run a deliberately broken variant (sim.Broken bits), to see a checker fail")
 	repart := flag.Bool("repartition", false, "change the partition count mid-run: rolling deploys of new counts, up and down (sim.Options.Repartition, ADR 0011)")
-	upgrade := flag.Bool("upgrade", false, "run the deploy of ADR 0011 on a table an older build wrote: a model of the build before it enqueues laned actions beside the new one until the deploy ends (sim.Options.Upgrade)")
 	flag.Parse()
 	if *seed != 0 {
-		r := sim.Run(sim.Options{Seed: *seed, Steps: *steps, Broken: sim.Broken(*broken), Repartition: *repart, Upgrade: *upgrade})
+		r := sim.Run(sim.Options{Seed: *seed, Steps: *steps, Broken: sim.Broken(*broken), Repartition: *repart})
 		os.Stdout.Write(r.Trace)
 		if r.Failed() {
 			os.Exit(1)
@@ -31,7 +30,7 @@ func main() {
 		return
 	}
 	start := time.Now()
-	s := sim.RunManyWith(*first, *seeds, sim.Options{Steps: *steps, Broken: sim.Broken(*broken), Repartition: *repart, Upgrade: *upgrade},
+	s := sim.RunManyWith(*first, *seeds, sim.Options{Steps: *steps, Broken: sim.Broken(*broken), Repartition: *repart},
 		func(done int) { bar(done, *seeds, start) })
 	fmt.Fprintln(os.Stderr)
 	s.WriteTable(os.Stdout)
