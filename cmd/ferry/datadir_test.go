@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -119,4 +120,31 @@ func TestDataDirSurvivesKill9(t *testing.T) {
 	d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("kill9")})
 	require.NoError(t, err)
 	require.NotNil(t, d.Table.LatestStreamArn, "the table's stream too")
+}
+
+// TestDataDirSecondProcessIsRefused (issue 28 item 11): a second `ferry
+// dynamodb` on a directory in use exits with a message naming it, even
+// after the LOCK file earlier versions locked is deleted.
+func TestDataDirSecondProcessIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	startDynamoDB(t, dir)
+	if err := os.Remove(filepath.Join(dir, "LOCK")); err != nil {
+		require.ErrorIs(t, err, os.ErrNotExist)
+	}
+	second := exec.Command(os.Args[0], "-test.run=^$")
+	second.Env = append(os.Environ(), childEnv+"=dynamodb --addr 127.0.0.1:0 --data-dir "+dir)
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = second.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = second.Process.Kill()
+		<-done
+		t.Fatalf("a second ferry dynamodb started on a directory in use: %s", out)
+	}
+	require.Error(t, err, "%s", out)
+	require.Contains(t, string(out), "the data directory "+dir+" is in use by another process")
 }

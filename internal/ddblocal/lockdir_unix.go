@@ -6,21 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 )
 
-// lockDir takes an exclusive lock on dir (a LOCK file, flock), so two
-// engines never write one data directory.
+// lockDir takes an exclusive lock (flock) on the data directory itself, so
+// two engines never write one data directory. The lock belongs to the open
+// directory, not to a file in it, so deleting or replacing a file (the LOCK
+// file earlier versions locked) cannot let a second process in; the kernel
+// releases it when the process ends, however it ends.
 func lockDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("ddblocal: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("ddblocal: the data directory %s is in use by another process", dir)
+			return nil, fmt.Errorf("ddblocal: the data directory %s is in use by another process (it holds the directory's lock): stop that process, or give this one another --data-dir", dir)
 		}
 		return nil, fmt.Errorf("ddblocal: locking %s: %w", dir, err)
 	}

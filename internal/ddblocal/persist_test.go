@@ -425,6 +425,13 @@ func TestPersistenceDirectoryIsLocked(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ddblocal.Open(dir)
 	require.ErrorContains(t, err, "in use by another process")
+	// Issue 28 item 11: the lock is the directory's, not a file's that can
+	// be deleted (earlier versions locked a LOCK file in it).
+	if err := os.Remove(filepath.Join(dir, "LOCK")); err != nil {
+		require.ErrorIs(t, err, os.ErrNotExist)
+	}
+	_, err = ddblocal.Open(dir)
+	require.ErrorContains(t, err, "in use by another process", "deleting files in the directory does not release it")
 	require.NoError(t, db.Close())
 	db, err = ddblocal.Open(dir)
 	require.NoError(t, err)
