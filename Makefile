@@ -120,6 +120,16 @@ else
 	$(GO) run ./internal/sim/cmd/ferry-sim -seeds $(SEEDS) -steps $(STEPS)
 endif
 
+# The log recovery fuzzer of the embedded DynamoDB (internal/ddblocal,
+# TestWALRecoveryFuzz): `make test` runs a fixed sample of it; this runs
+# every systematic damage case, then random ones for FUZZ_WAL_TIME.
+# FERRY_WAL_FUZZ_SEED=n replays the random cases of one seed.
+FUZZ_WAL_TIME ?= 2m
+
+.PHONY: fuzz-wal
+fuzz-wal: ## Damage a --data-dir log every way (then randomly for FUZZ_WAL_TIME=2m): start-up recovers or refuses
+	FERRY_WAL_FUZZ=full FERRY_WAL_FUZZ_TIME=$(FUZZ_WAL_TIME) $(GO) test -count=1 -timeout 0 -run '^TestWALRecoveryFuzz$$' -v ./internal/ddblocal/
+
 # Benchmarks (cmd/ferry-bench, internal/bench): request units, calls,
 # latency under a 5 ms-per-call model, drain rate, drainer memory, bootstrap
 # sizes and emulator timings. Writes docs/benchmarks.md and its PNG chart.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -140,6 +141,7 @@ func newDynamoDBCommand() *cobra.Command {
 		unprocessedRate, throttleRate float64
 		chaosSeed                     uint64
 		statusDelay                   time.Duration
+		salvage                       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dynamodb",
@@ -171,8 +173,14 @@ before it is answered (see docs/dynamodb.md).`,
 			}
 			var db *ddblocal.DB
 			if dataDir == "" {
+				if salvage {
+					return errors.New("--salvage needs --data-dir: it starts from a damaged data directory")
+				}
 				db = ddblocal.New(opts...)
 			} else {
+				if salvage {
+					opts = append(opts, ddblocal.WithSalvage())
+				}
 				if db, err = ddblocal.Open(dataDir, opts...); err != nil {
 					return fmt.Errorf("--data-dir: %w", err)
 				}
@@ -183,8 +191,19 @@ before it is answered (see docs/dynamodb.md).`,
 				}()
 				log.Info("data directory loaded", "data_dir", dataDir, "recovery", db.Recovery().String())
 				if tt := db.Recovery().TornTail; tt != nil {
-					log.Warn("the log ended with a write cut short by a crash; it was never acknowledged and was dropped",
-						"file", tt.File, "offset", tt.Offset, "bytes", tt.Bytes)
+					log.Warn("the log ended with a write cut short by a crash; it was never acknowledged and was dropped (its bytes are kept)",
+						"file", tt.File, "offset", tt.Offset, "bytes", tt.Bytes, "found", tt.Reason, "kept_in", tt.Kept)
+				}
+				if sv := db.Recovery().Salvage; sv != nil {
+					for _, d := range sv.Damage {
+						log.Warn("--salvage: started past damage", "file", d.File, "offset", d.Offset, "damage", d.Reason)
+					}
+					log.Warn("--salvage: kept every log record before the damage; what followed it is set aside",
+						"kept_through_record", sv.Replayed, "acknowledged_through_record", sv.Acknowledged,
+						"set_aside_in", sv.Dir, "files", strings.Join(sv.Files, ", "))
+					if sv.Acknowledged > sv.Replayed {
+						log.Error("--salvage: acknowledged writes were lost", "records", fmt.Sprintf("%d to %d", sv.Replayed+1, sv.Acknowledged))
+					}
 				}
 			}
 			var lc net.ListenConfig
@@ -206,6 +225,8 @@ before it is answered (see docs/dynamodb.md).`,
 	cmd.Flags().Float64Var(&unprocessedRate, "unprocessed-rate", 0, "leave this share of BatchGetItem keys and BatchWriteItem writes unprocessed (0 to <1), to prove a client's retry loop")
 	cmd.Flags().Float64Var(&throttleRate, "throttle-rate", 0, "refuse this share of item calls with ProvisionedThroughputExceededException (0 to <1)")
 	cmd.Flags().Uint64Var(&chaosSeed, "chaos-seed", 1, "seed of --unprocessed-rate and --throttle-rate (same seed and calls, same answers)")
+	cmd.Flags().BoolVar(&salvage, "salvage", false,
+		"start from a --data-dir whose start-up was refused as damaged: keep every write before the damage, move the rest of the log aside (see docs/dynamodb.md)")
 	cmd.Flags().DurationVar(&statusDelay, "table-status-delay", ddblocal.DefaultServerTableStatusDelay,
 		"how long a table stays CREATING, UPDATING or DELETING (at most: a DescribeTable, as the SDKs' waiters send, ends it); 0: ACTIVE at once")
 	return cmd

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,8 +46,14 @@ var endpointLine = regexp.MustCompile(`Embedded DynamoDB on (http://\S+)`)
 // as a child process and returns it with its endpoint.
 func startDynamoDB(t *testing.T, dir string) (*exec.Cmd, string) {
 	t.Helper()
+	return startDynamoDBWith(t, dir, "")
+}
+
+// startDynamoDBWith is startDynamoDB with more flags.
+func startDynamoDBWith(t *testing.T, dir, flags string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=dynamodb --addr 127.0.0.1:0 --log-level warn --data-dir "+dir)
+	cmd.Env = append(os.Environ(), childEnv+"=dynamodb --addr 127.0.0.1:0 --log-level warn --data-dir "+dir+" "+flags)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -120,6 +127,64 @@ func TestDataDirSurvivesKill9(t *testing.T) {
 	d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("kill9")})
 	require.NoError(t, err)
 	require.NotNil(t, d.Table.LatestStreamArn, "the table's stream too")
+}
+
+// TestDataDirDamageIsRefusedThenSalvaged (issue 28 item 1): one flipped bit
+// in the log of `ferry dynamodb --data-dir` stops start-up with a message
+// naming the file, the offset and what to do, changing nothing; --salvage
+// then starts with every write before the damage and says what it lost.
+func TestDataDirDamageIsRefusedThenSalvaged(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	cmd, endpoint := startDynamoDB(t, dir)
+	c := client(t, endpoint)
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("damaged"), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeN}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 10 * time.Millisecond }).
+		Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("damaged")}, time.Minute))
+	for i := range 60 {
+		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("damaged"), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberN{Value: fmt.Sprint(i)}}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+
+	// XOR 0x40 into the high byte of record 21's length (the table is
+	// record 1, item i is record i+2), as the issue did.
+	seg := filepath.Join(dir, "wal-0000000000000001.log")
+	b, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	off := int64(20) // the segment header
+	for range 20 {
+		off += 20 + int64(binary.LittleEndian.Uint32(b[off:]))
+	}
+	b[off+3] ^= 0x40
+	require.NoError(t, os.WriteFile(seg, b, 0o644))
+
+	refused := exec.Command(os.Args[0], "-test.run=^$")
+	refused.Env = append(os.Environ(), childEnv+"=dynamodb --addr 127.0.0.1:0 --data-dir "+dir)
+	out, err := refused.CombinedOutput()
+	require.Error(t, err, "start-up on a damaged log must fail: %s", out)
+	require.Contains(t, string(out), fmt.Sprintf("wal-0000000000000001.log is damaged at offset %d", off))
+	require.Contains(t, string(out), "--salvage")
+	after, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	require.Equal(t, b, after, "a refused start-up changes nothing")
+
+	_, endpoint = startDynamoDBWith(t, dir, "--salvage")
+	c = client(t, endpoint)
+	sc, err := c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("damaged"), Select: types.SelectCount})
+	require.NoError(t, err)
+	require.Equal(t, int32(19), sc.Count, "the items before the damaged record")
+	aside, err := filepath.Glob(filepath.Join(dir, "salvage-1-*", "wal-0000000000000001.log.from-*"))
+	require.NoError(t, err)
+	require.Len(t, aside, 1, "the rest of the log is set aside")
 }
 
 // TestDataDirSecondProcessIsRefused (issue 28 item 11): a second `ferry

@@ -56,6 +56,7 @@ type DB struct {
 	persistent bool
 	snapEvery  int64
 	snapSet    bool
+	salvage    bool
 	recovery   Recovery
 	unlockDir  func()
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,8 +117,12 @@ type Recovery struct {
 	Tables   int
 	Items    int64
 	// TornTail is set when the newest log segment ended with a record cut
-	// short by a crash (a call that was never answered); it was dropped.
+	// short by a crash (a call that was never answered): it was dropped,
+	// and its bytes kept in TornTail.Kept.
 	TornTail *TornTail
+	// Salvage is set when WithSalvage let start-up go past damage: what it
+	// found and what it set aside.
+	Salvage *Salvage
 }
 
 func (r Recovery) String() string {
@@ -130,15 +133,32 @@ func (r Recovery) String() string {
 		s += " (no snapshot"
 	}
 	s += fmt.Sprintf(", %d log records in %d segments)", r.Records, r.Segments)
-	if r.TornTail != nil {
-		s += fmt.Sprintf("; dropped a torn tail of %d bytes at offset %d of %s (a write that was never acknowledged)", r.TornTail.Bytes, r.TornTail.Offset, r.TornTail.File)
+	if t := r.TornTail; t != nil {
+		s += fmt.Sprintf("; dropped a torn tail of %d bytes at offset %d of %s (%s: a write that was never acknowledged; its bytes are kept in %s)", t.Bytes, t.Offset, t.File, t.Reason, t.Kept)
+	}
+	if sv := r.Salvage; sv != nil {
+		for _, d := range sv.Damage {
+			where := fmt.Sprintf("at offset %d", d.Offset)
+			if d.Missing {
+				where = "missing"
+			}
+			s += fmt.Sprintf("; SALVAGED past damage: %s %s: %s", d.File, where, d.Reason)
+		}
+		if sv.Dir != "" {
+			s += fmt.Sprintf("; set aside in %s: %s", sv.Dir, strings.Join(sv.Files, ", "))
+		}
+		s += fmt.Sprintf("; kept records up to %d", sv.Replayed)
+		if sv.Acknowledged > sv.Replayed {
+			s += fmt.Sprintf(", LOST acknowledged records %d to %d", sv.Replayed+1, sv.Acknowledged)
+		}
 	}
 	return s
 }
 
 // Open returns an engine whose data lives in dir (created if missing):
 // everything a previous engine on dir acknowledged, then every write made
-// through it. It fails on a corrupt log or snapshot (CorruptionError) and
+// through it. It fails on a damaged or incomplete data directory
+// (CorruptionError, recover.go: it never drops an acknowledged write) and
 // when another process has dir open. Close it to release dir.
 func Open(dir string, opts ...Option) (*DB, error) {
 	db := New(opts...)
@@ -150,21 +170,32 @@ func Open(dir string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, seg, err := db.load(dir)
+	ld, err := db.load(dir)
+	if err != nil {
+		unlock()
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			ce.Dir = dir
+		}
+		return nil, err
+	}
+	next := max(ld.expect, 1)
+	man, err := openManifest(dir, ld.manGen, manifestState{snap: ld.snap, firstSeg: ld.base, lastSeg: ld.top, durable: next - 1})
 	if err != nil {
 		unlock()
 		return nil, err
 	}
-	w := &wal{dir: dir, snapEvery: 64 << 20, lastSnap: seg, replayed: rec.Records > 0}
+	w := &wal{dir: dir, snapEvery: 64 << 20, replayed: ld.rec.Records > 0, nextSeq: next, man: man}
 	if db.snapSet {
 		w.snapEvery = db.snapEvery
 	}
 	w.cond = sync.NewCond(&w.mu)
-	if err := w.rotate(seg + 1); err != nil {
+	if err := w.rotate(ld.top + 1); err != nil {
+		_ = man.close()
 		unlock()
 		return nil, err
 	}
-	db.recovery = rec
+	db.recovery = ld.rec
 	db.unlockDir = unlock
 	db.mu.db = db
 	db.mu.wal = w
@@ -191,7 +222,7 @@ func (db *DB) Close() error {
 		db.mu.RWMutex.Unlock()
 	}
 	w.mu.Lock()
-	final := (w.replayed || w.segSize > int64(len(walMagic))) && w.err == nil
+	final := (w.replayed || w.segSize > segHeader) && w.err == nil
 	w.mu.Unlock()
 	if final {
 		db.startSnapshotLocked()
@@ -208,6 +239,9 @@ func (db *DB) Close() error {
 			err = cerr
 		}
 		w.f = nil
+	}
+	if cerr := w.man.close(); cerr != nil && err == nil {
+		err = cerr
 	}
 	w.fail(errors.New("ddblocal: the engine is closed"))
 	w.mu.Unlock()
@@ -247,17 +281,17 @@ func (db *DB) durable() error {
 // --- start-up ---
 
 // listDir returns the snapshot and segment numbers in dir, ascending, and
-// removes leftovers of an interrupted snapshot.
-func listDir(dir string) (snaps, segs []uint64, err error) {
+// the leftovers of snapshots never finished.
+func listDir(dir string) (snaps, segs []uint64, tmps []string, err error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ddblocal: %w", err)
+		return nil, nil, nil, fmt.Errorf("ddblocal: %w", err)
 	}
 	for _, e := range ents {
 		name := e.Name()
 		switch {
 		case strings.HasPrefix(name, "snap-") && strings.HasSuffix(name, ".tmp"):
-			_ = os.Remove(filepath.Join(dir, name)) // a snapshot never finished
+			tmps = append(tmps, name)
 		case strings.HasPrefix(name, "snap-"):
 			if n, err := strconv.ParseUint(strings.TrimPrefix(name, "snap-"), 10, 64); err == nil {
 				snaps = append(snaps, n)
@@ -270,81 +304,7 @@ func listDir(dir string) (snaps, segs []uint64, err error) {
 	}
 	sort.Slice(snaps, func(i, j int) bool { return snaps[i] < snaps[j] })
 	sort.Slice(segs, func(i, j int) bool { return segs[i] < segs[j] })
-	return snaps, segs, nil
-}
-
-// load restores the state in dir: the newest snapshot, then the log
-// segments from its number on. It returns the highest number in use.
-func (db *DB) load(dir string) (Recovery, uint64, error) {
-	rec := Recovery{Dir: dir}
-	snaps, segs, err := listDir(dir)
-	if err != nil {
-		return rec, 0, err
-	}
-	// Replay as the engine ran: a pinned clock, no faults, no sweeps, no lag.
-	saved := *db.replaySave()
-	pinned := clock.NewManual(time.Unix(0, 0))
-	db.clock, db.faults, db.ttlEvery, db.indexLag = pinned, nil, 0, nil
-	defer func() {
-		db.replayRestore(saved)
-	}()
-
-	var base, top uint64
-	if len(snaps) > 0 {
-		base = snaps[len(snaps)-1]
-		top = base
-		rec.Snapshot = snapshotName(base)
-		if err := db.loadSnapshot(filepath.Join(dir, rec.Snapshot), pinned); err != nil {
-			return rec, 0, err
-		}
-		for _, n := range snaps[:len(snaps)-1] {
-			_ = os.Remove(filepath.Join(dir, snapshotName(n)))
-		}
-	}
-	var live []uint64
-	for _, n := range segs {
-		if n < base {
-			_ = os.Remove(filepath.Join(dir, segmentName(n))) // covered by the snapshot
-			continue
-		}
-		live = append(live, n)
-	}
-	for i, n := range live {
-		path := filepath.Join(dir, segmentName(n))
-		last := i == len(live)-1
-		torn, err := readSegment(path, last, func(p []byte) error {
-			rec.Records++
-			return db.replayRecord(p, pinned)
-		})
-		if err != nil {
-			return rec, 0, err
-		}
-		if torn != nil {
-			if err := os.Truncate(path, torn.Offset); err != nil {
-				return rec, 0, fmt.Errorf("ddblocal: dropping the torn tail of %s: %w", torn.File, err)
-			}
-			if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
-				_ = f.Sync()
-				f.Close()
-			}
-			rec.TornTail = torn
-		}
-		rec.Segments++
-		top = max(top, n)
-	}
-	rec.Tables = len(db.tables)
-	for _, t := range db.tables {
-		rec.Items += int64(t.items.Len())
-		// A table is ACTIVE after a restart: CREATING, UPDATING and a
-		// backfilling index end with the process that began them (the
-		// replay's pinned clock may leave them in the future).
-		t.lifecycle = lifecycle{}
-		for _, ix := range t.indexes {
-			ix.activeAt = time.Time{}
-		}
-	}
-	clear(db.deleting)
-	return rec, top, nil
+	return snaps, segs, tmps, nil
 }
 
 type replayState struct {

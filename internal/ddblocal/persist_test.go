@@ -368,15 +368,27 @@ func TestPersistenceTornTailIsReportedAndDropped(t *testing.T) {
 	require.NoError(t, db.Close())
 }
 
+// TestPersistenceLastRecordWithBadChecksumIsATornTail: a last record whole
+// in length but not in content is a torn tail when it was never durable (so
+// never acknowledged); the same damage to an acknowledged record is refused
+// (TestRecoveryRefusesADamagedLastAcknowledgedRecord).
 func TestPersistenceLastRecordWithBadChecksumIsATornTail(t *testing.T) {
 	t.Parallel()
-	dir := crashedWith(t, 5)
+	dir := t.TempDir()
+	db, err := ddblocal.Open(dir, ddblocal.WithSnapshotEvery(0))
+	require.NoError(t, err)
+	persistTables(t, db)
+	for i := range 4 {
+		putAcked(t, db, i)
+	}
+	ddblocal.UnsyncedForTest(db, func() { putAcked(t, db, 4) })
+	ddblocal.CrashForTest(db)
 	seg := lastSegment(t, dir)
 	b, err := os.ReadFile(seg)
 	require.NoError(t, err)
 	b[len(b)-1] ^= 0xff // the last record, whole in length but not in content
 	require.NoError(t, os.WriteFile(seg, b, 0o644))
-	db, err := ddblocal.Open(dir)
+	db, err = ddblocal.Open(dir)
 	require.NoError(t, err)
 	require.NotNil(t, db.Recovery().TornTail)
 	require.Equal(t, 4, countPlain(t, db), "the unacknowledged last write is not used")
@@ -389,13 +401,14 @@ func TestPersistenceCorruptionIsRefused(t *testing.T) {
 	seg := lastSegment(t, dir)
 	b, err := os.ReadFile(seg)
 	require.NoError(t, err)
-	b[len("FDDBWAL1")+12] ^= 0xff // inside the first record, with records after it
+	first := recordOffsets(t, seg)[0]
+	b[first+ddblocal.RecordHeaderForTest+2] ^= 0xff // inside the first record's payload, with records after it
 	require.NoError(t, os.WriteFile(seg, b, 0o644))
 	_, err = ddblocal.Open(dir)
 	var ce *ddblocal.CorruptionError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, filepath.Base(seg), ce.File)
-	require.Equal(t, int64(len("FDDBWAL1")), ce.Offset)
+	require.Equal(t, first, ce.Offset)
 
 	// A damaged snapshot is refused too.
 	dir = crashedWith(t, 5)

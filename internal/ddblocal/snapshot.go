@@ -23,7 +23,7 @@ import (
 // absent. It uses the log's framing (wal.go) after an 8-byte magic; each
 // frame's payload starts with a kind:
 //
-//	1 header   version changeSeq segment
+//	1 header   version changeSeq segment nextSeq   (nextSeq: the number of segment's first log record; absent before the log numbered its records)
 //	2 table    name history(op at input)*          (the table's administration calls, replayed on load)
 //	3 items    table (key data size)*
 //	4 index    table index (key data size)*
@@ -57,6 +57,7 @@ const (
 // slices are only ever appended to or resliced).
 type snapState struct {
 	seg       uint64
+	nextSeq   uint64
 	changeSeq uint64
 	tables    []snapTableState
 	streams   []snapStreamState
@@ -83,7 +84,7 @@ type snapStreamState struct {
 }
 
 func (db *DB) captureLocked(seg uint64) *snapState {
-	s := &snapState{seg: seg, changeSeq: db.changeSeq}
+	s := &snapState{seg: seg, nextSeq: db.mu.wal.nextSeq, changeSeq: db.changeSeq}
 	attached := map[*stream]bool{}
 	for _, name := range sortedKeys(db.tables) {
 		t := db.tables[name]
@@ -129,6 +130,14 @@ func (db *DB) startSnapshotLocked() {
 		defer w.snapping.Store(false)
 		err := writeSnapshot(w.dir, state)
 		if err == nil {
+			// The MANIFEST names the snapshot before the segments it covers go.
+			w.mu.Lock()
+			ms := w.man.state
+			ms.snap, ms.firstSeg = n, n
+			err = w.man.commit(ms)
+			w.mu.Unlock()
+		}
+		if err == nil {
 			err = pruneDir(w.dir, n)
 		}
 		w.mu.Lock()
@@ -136,7 +145,6 @@ func (db *DB) startSnapshotLocked() {
 		if err != nil {
 			w.snapErr = err // the log still holds everything; only start-up is slower
 		} else {
-			w.lastSnap = n
 			w.snapErr = nil
 			w.replayed = false
 		}
@@ -146,7 +154,7 @@ func (db *DB) startSnapshotLocked() {
 
 // pruneDir removes the segments and snapshots snapshot n covers.
 func pruneDir(dir string, n uint64) error {
-	snaps, segs, err := listDir(dir)
+	snaps, segs, _, err := listDir(dir)
 	if err != nil {
 		return err
 	}
@@ -230,6 +238,7 @@ func writeSnapshot(dir string, s *snapState) error {
 	b = binary.AppendUvarint(b, snapVersion)
 	b = binary.AppendUvarint(b, s.changeSeq)
 	b = binary.AppendUvarint(b, s.seg)
+	b = binary.AppendUvarint(b, s.nextSeq)
 	fw.frame(b)
 	for _, t := range s.tables {
 		b = append(b[:0], snapTable)
@@ -365,18 +374,20 @@ func (r *walReader) optBytes() []byte {
 
 func (r *walReader) str() string { return string(r.bytes()) }
 
-// loadSnapshot restores a snapshot into an empty engine.
-func (db *DB) loadSnapshot(path string, pinned *clock.Manual) error {
+// loadSnapshot restores snapshot number seg (at path) into an empty
+// engine. It returns the number of the first log record after it (0 for a
+// snapshot written before the log numbered its records).
+func (db *DB) loadSnapshot(path string, seg uint64, pinned *clock.Manual) (nextSeq uint64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("ddblocal: %w", err)
+		return 0, fmt.Errorf("ddblocal: %w", err)
 	}
 	defer f.Close()
 	name := filepath.Base(path)
 	rd := bufio.NewReaderSize(f, 1<<20)
 	magic := make([]byte, len(snapMagic))
 	if _, err := io.ReadFull(rd, magic); err != nil || string(magic) != snapMagic {
-		return &CorruptionError{File: name, Offset: 0, Reason: "not a snapshot (bad magic)"}
+		return 0, &CorruptionError{File: name, Offset: 0, Reason: "not a snapshot (bad magic)"}
 	}
 	off := int64(len(snapMagic))
 	var (
@@ -393,34 +404,39 @@ func (db *DB) loadSnapshot(path string, pinned *clock.Manual) error {
 	corrupt := func(reason string) error { return &CorruptionError{File: name, Offset: off, Reason: reason} }
 	for !sawFooter {
 		if _, err := io.ReadFull(rd, hdr[:]); err != nil {
-			return corrupt("it ends before its footer")
+			return 0, corrupt("it ends before its footer")
 		}
 		n := binary.LittleEndian.Uint32(hdr[0:])
 		if n > maxRecordSize {
-			return corrupt("a frame length out of range")
+			return 0, corrupt("a frame length out of range")
 		}
 		if uint32(cap(payload)) < n {
 			payload = make([]byte, n)
 		}
 		payload = payload[:n]
 		if _, err := io.ReadFull(rd, payload); err != nil {
-			return corrupt("it ends before its footer")
+			return 0, corrupt("it ends before its footer")
 		}
 		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(hdr[4:]) {
-			return corrupt("a frame's checksum fails")
+			return 0, corrupt("a frame's checksum fails")
 		}
 		r := &walReader{b: payload}
 		kind := r.byte()
 		if !sawHeader && kind != snapHeader {
-			return corrupt("no header")
+			return 0, corrupt("no header")
 		}
 		switch kind {
 		case snapHeader:
 			if v := r.uvarint(); v != snapVersion && r.err == nil {
-				return corrupt(fmt.Sprintf("snapshot version %d is not known to this version of ferry", v))
+				return 0, corrupt(fmt.Sprintf("snapshot version %d is not known to this version of ferry", v))
 			}
 			changeSeq = r.uvarint()
-			r.uvarint()
+			if got := r.uvarint(); got != seg && r.err == nil {
+				return 0, corrupt(fmt.Sprintf("it is the snapshot of segment %d, not %d (its file name)", got, seg))
+			}
+			if len(r.b) > 0 {
+				nextSeq = r.uvarint()
+			}
 			sawHeader = true
 		case snapTable:
 			tname := r.str()
@@ -432,11 +448,11 @@ func (db *DB) loadSnapshot(path string, pinned *clock.Manual) error {
 				}
 				m.input = append([]byte(nil), m.input...)
 				if err := db.replayMeta(m, pinned); err != nil {
-					return corrupt(err.Error())
+					return 0, corrupt(err.Error())
 				}
 			}
 			if _, ok := db.tables[tname]; !ok && r.err == nil {
-				return corrupt("table " + tname + " does not come back from its history")
+				return 0, corrupt("table " + tname + " does not come back from its history")
 			}
 		case snapItems, snapIndex:
 			t, ok := db.tables[r.str()]
@@ -451,7 +467,7 @@ func (db *DB) loadSnapshot(path string, pinned *clock.Manual) error {
 				ok = ok && ix != nil
 			}
 			if !ok && r.err == nil {
-				return corrupt("entries of an unknown table or index")
+				return 0, corrupt("entries of an unknown table or index")
 			}
 			for len(r.b) > 0 && r.err == nil {
 				k, d := r.bytes(), r.bytes()
@@ -474,7 +490,7 @@ func (db *DB) loadSnapshot(path string, pinned *clock.Manual) error {
 		case snapExpiries:
 			t, ok := db.tables[r.str()]
 			if (!ok || t.expiries == nil) && r.err == nil {
-				return corrupt("expiries of a table without TTL")
+				return 0, corrupt("expiries of a table without TTL")
 			}
 			for len(r.b) > 0 && r.err == nil {
 				at := r.varint()
@@ -505,7 +521,7 @@ func (db *DB) loadSnapshot(path string, pinned *clock.Manual) error {
 		case snapRecords:
 			st := streamsArn[r.str()]
 			if st == nil && r.err == nil {
-				return corrupt("records of an unknown stream")
+				return 0, corrupt("records of an unknown stream")
 			}
 			for len(r.b) > 0 && r.err == nil {
 				rec := changeRecord{seq: r.uvarint(), at: time.Unix(0, r.varint()), event: r.str()}
@@ -529,14 +545,14 @@ func (db *DB) loadSnapshot(path string, pinned *clock.Manual) error {
 			}
 		case snapFooter:
 			if got := r.uvarint(); got != frames && r.err == nil {
-				return corrupt(fmt.Sprintf("its footer counts %d frames, %d were read", got, frames))
+				return 0, corrupt(fmt.Sprintf("its footer counts %d frames, %d were read", got, frames))
 			}
 			sawFooter = true
 		default:
-			return corrupt(fmt.Sprintf("unknown frame kind %d", kind))
+			return 0, corrupt(fmt.Sprintf("unknown frame kind %d", kind))
 		}
 		if r.err != nil {
-			return corrupt(r.err.Error())
+			return 0, corrupt(r.err.Error())
 		}
 		frames++
 		off += frameHeader + int64(n)
@@ -557,7 +573,7 @@ func (db *DB) loadSnapshot(path string, pinned *clock.Manual) error {
 			t.stream = st
 		}
 	}
-	return nil
+	return nextSeq, nil
 }
 
 func (t *table) indexesOrNil() []*index {

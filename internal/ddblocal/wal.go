@@ -1,13 +1,10 @@
 package ddblocal
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,24 +19,37 @@ import (
 // fsync covered its record (group commit: one fsync serves every call
 // waiting at that moment).
 //
-// A log file (a segment) is an 8-byte magic followed by records:
+// A log file (a segment) is a header followed by records (little endian):
 //
-//	record   := length:uint32 crc:uint32 payload      (little endian;
-//	            crc is CRC-32C of the payload)
+//	header   := "FDDBWAL2" firstSeq:uint64 crc:uint32           (crc: CRC-32C of the 16 bytes before it)
+//	record   := length:uint32 seq:uint64 pcrc:uint32 hcrc:uint32 payload
+//	            (pcrc: CRC-32C of the payload; hcrc: of the 16 header bytes before it)
 //	payload  := mutation*
 //	mutation := 1 table:str key:bytes hasItem:byte [item:bytes size:uvarint] at:varint byTTL:byte   (an item commit)
 //	          | 2 op:str at:varint input:bytes                                                    (a table-administration call, its SDK input as JSON)
 //	          | 3 token:str digest:[32]byte at:varint                                              (a transaction's idempotency token)
 //
 // str and bytes are a uvarint length and the bytes; at is Unix nanoseconds
-// on the engine's clock.
+// on the engine's clock. Records are numbered (seq) from 1 without gaps
+// across segments, a segment's header names the first number in it, and the
+// MANIFEST (manifest.go) says which segments exist and the highest number
+// known durable: together they tell a write cut short by a crash (only
+// above that number, only at the end of the newest segment) from damage
+// (anything else), which start-up refuses (recover.go).
+//
+// Segments of the first format ("FDDBWAL1": records of length, CRC and
+// payload, no numbers, no MANIFEST) are still read, strictly, so a data
+// directory written before this format opens once and moves to it.
 
 const (
-	walMagic      = "FDDBWAL1"
+	walMagic      = "FDDBWAL2"
+	walMagicV1    = "FDDBWAL1"
+	segHeader     = 8 + 8 + 4
+	recordHeader  = 4 + 8 + 4 + 4
+	frameHeader   = 8 // snapshot frames and first-format records: length, CRC
 	mutCommit     = 1
 	mutMeta       = 2
 	mutToken      = 3
-	frameHeader   = 8
 	maxRecordSize = 1 << 30
 )
 
@@ -63,8 +73,10 @@ type wal struct {
 	segSize int64
 	written uint64 // bytes appended since open, over every segment
 	synced  uint64 // bytes known durable
+	nextSeq uint64 // the number of the next record
 	syncing bool
 	err     error // sticky: after a failed write or fsync nothing is answered
+	man     *manifest
 
 	// snapshots
 	snapEvery  int64         // start a snapshot when a segment grows past this
@@ -73,6 +85,7 @@ type wal struct {
 	snapErr    error
 	lastSnap   uint64
 	syncOnSeal bool // tests: fsync inside seal (no group commit)
+	skipSync   bool // tests: answer without an fsync (a write a crash may tear)
 	replayed   bool // Open replayed log records no snapshot holds yet
 }
 
@@ -137,8 +150,9 @@ func (w *wal) seal() {
 	if w.syncOnSeal {
 		if err := w.f.Sync(); err != nil {
 			w.fail(err)
+			return
 		}
-		w.synced = w.written
+		w.markDurable(w.written, w.nextSeq-1)
 	}
 	if cap(w.pending) > 1<<20 {
 		w.pending = nil // do not keep a huge call's buffer
@@ -149,19 +163,33 @@ func (w *wal) writeFrame(payload []byte) error {
 	if len(payload) > maxRecordSize {
 		return fmt.Errorf("ddblocal: a log record of %d bytes is over the limit", len(payload))
 	}
-	var hdr [frameHeader]byte
-	binary.LittleEndian.PutUint32(hdr[0:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(hdr[4:], crc32.Checksum(payload, castagnoli))
 	// One write per record: a crash tears at most this record.
-	buf := make([]byte, 0, frameHeader+len(payload))
-	buf = append(append(buf, hdr[:]...), payload...)
+	buf := make([]byte, recordHeader, recordHeader+len(payload))
+	binary.LittleEndian.PutUint32(buf[0:], uint32(len(payload)))
+	binary.LittleEndian.PutUint64(buf[4:], w.nextSeq)
+	binary.LittleEndian.PutUint32(buf[12:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(buf[16:], crc32.Checksum(buf[:16], castagnoli))
+	buf = append(buf, payload...)
 	n, err := w.f.Write(buf)
 	w.written += uint64(n)
 	w.segSize += int64(n)
 	if err != nil {
 		return fmt.Errorf("ddblocal: writing %s: %w", segmentName(w.seg), err)
 	}
+	w.nextSeq++
 	return nil
+}
+
+// markDurable records that the log is on disk up to byte upTo (over every
+// segment since open) and record seq, in memory and in the MANIFEST, before
+// any call it covers answers.
+func (w *wal) markDurable(upTo, seq uint64) {
+	if upTo > w.synced {
+		w.synced = upTo
+	}
+	if err := w.man.markDurable(seq); err != nil {
+		w.fail(err)
+	}
 }
 
 // waitDurable returns once everything written so far is on disk (or the
@@ -169,6 +197,9 @@ func (w *wal) writeFrame(payload []byte) error {
 func (w *wal) waitDurable() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.skipSync {
+		return w.err
+	}
 	target := w.written
 	for w.synced < target && w.err == nil {
 		if w.syncing {
@@ -176,15 +207,15 @@ func (w *wal) waitDurable() error {
 			continue
 		}
 		w.syncing = true
-		upTo, f := w.written, w.f
+		upTo, upToSeq, f := w.written, w.nextSeq-1, w.f
 		w.mu.Unlock()
 		err := f.Sync()
 		w.mu.Lock()
 		w.syncing = false
 		if err != nil {
 			w.fail(fmt.Errorf("ddblocal: fsync of the log: %w", err))
-		} else if upTo > w.synced {
-			w.synced = upTo
+		} else {
+			w.markDurable(upTo, upToSeq)
 		}
 		w.cond.Broadcast()
 	}
@@ -207,20 +238,32 @@ func (w *wal) rotate(n uint64) error {
 			w.fail(err)
 			return err
 		}
-		w.synced = w.written
+		w.markDurable(w.written, w.nextSeq-1)
 		if err := w.f.Close(); err != nil {
 			w.fail(err)
 			return err
 		}
 		w.f = nil
 	}
-	f, err := createSynced(filepath.Join(w.dir, segmentName(n)), []byte(walMagic))
+	f, err := createSynced(filepath.Join(w.dir, segmentName(n)), segmentHeader(w.nextSeq))
 	if err != nil {
 		w.fail(err)
 		return err
 	}
-	w.f, w.seg, w.segSize = f, n, int64(len(walMagic))
-	return nil
+	w.f, w.seg, w.segSize = f, n, segHeader
+	state := w.man.state
+	state.lastSeg = n
+	if err := w.man.commit(state); err != nil {
+		w.fail(err)
+		return err
+	}
+	return w.err
+}
+
+// segmentHeader is the header of a segment whose first record is firstSeq.
+func segmentHeader(firstSeq uint64) []byte {
+	b := binary.LittleEndian.AppendUint64([]byte(walMagic), firstSeq)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // createSynced creates path with content, fsynced together with its
@@ -255,120 +298,6 @@ func syncDir(dir string) error {
 		return fmt.Errorf("ddblocal: fsync of %s: %w", dir, err)
 	}
 	return nil
-}
-
-// CorruptionError reports a log or snapshot that cannot be trusted: a
-// record whose checksum fails with data after it, or a snapshot that does
-// not read whole. Open refuses to start on it rather than use or drop data
-// silently.
-type CorruptionError struct {
-	File   string
-	Offset int64
-	Reason string
-}
-
-func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("ddblocal: %s is corrupt at offset %d: %s; nothing after it is used. Move the data directory aside (or restore it) and start again", e.File, e.Offset, e.Reason)
-}
-
-// TornTail describes the end of the last log segment that was cut short,
-// as a crash or power loss during a write leaves it: a call that was never
-// answered. Open reports it (Recovery) and truncates it.
-type TornTail struct {
-	File   string
-	Offset int64 // where the last whole record ends
-	Bytes  int64 // how many bytes after it were dropped
-}
-
-// readSegment reads the records of one segment, calling apply for each
-// payload. last says whether it is the newest segment: only there is a cut
-// record at the end a torn tail (reported) rather than corruption (an
-// error).
-func readSegment(path string, last bool, apply func([]byte) error) (*TornTail, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("ddblocal: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("ddblocal: %w", err)
-	}
-	size := st.Size()
-	name := filepath.Base(path)
-	r := bufio.NewReaderSize(f, 1<<20)
-	magic := make([]byte, len(walMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != walMagic {
-		if last && size < int64(len(walMagic)) {
-			return &TornTail{File: name, Offset: 0, Bytes: size}, nil
-		}
-		return nil, &CorruptionError{File: name, Offset: 0, Reason: "not a log segment (bad magic)"}
-	}
-	off := int64(len(walMagic))
-	var hdr [frameHeader]byte
-	var payload []byte
-	for off < size {
-		torn := func(reason string) (*TornTail, error) {
-			if last {
-				return &TornTail{File: name, Offset: off, Bytes: size - off}, nil
-			}
-			return nil, &CorruptionError{File: name, Offset: off, Reason: reason}
-		}
-		if size-off < frameHeader {
-			return torn("a record header cut short")
-		}
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return nil, fmt.Errorf("ddblocal: reading %s: %w", name, err)
-		}
-		n := int64(binary.LittleEndian.Uint32(hdr[0:]))
-		sum := binary.LittleEndian.Uint32(hdr[4:])
-		if n == 0 && sum == 0 && allZero(r, size-off-frameHeader) {
-			// A preallocated or zero-filled end (as some file systems leave
-			// after a power loss): nothing was written there.
-			return torn("zeroes")
-		}
-		if n > maxRecordSize || off+frameHeader+n > size {
-			return torn("a record cut short")
-		}
-		if int64(cap(payload)) < n {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		if _, err := io.ReadFull(r, payload); err != nil {
-			return nil, fmt.Errorf("ddblocal: reading %s: %w", name, err)
-		}
-		if crc32.Checksum(payload, castagnoli) != sum {
-			if off+frameHeader+n == size {
-				return torn("the last record's checksum fails")
-			}
-			return nil, &CorruptionError{File: name, Offset: off, Reason: "a record's checksum fails and data follows it"}
-		}
-		if err := apply(payload); err != nil {
-			return nil, fmt.Errorf("ddblocal: replaying %s at offset %d: %w", name, off, err)
-		}
-		off += frameHeader + n
-	}
-	return nil, nil
-}
-
-// allZero reports whether the next n bytes of r are all zero (it consumes
-// them).
-func allZero(r *bufio.Reader, n int64) bool {
-	buf := make([]byte, 64<<10)
-	for n > 0 {
-		k := int64(len(buf))
-		if n < k {
-			k = n
-		}
-		if _, err := io.ReadFull(r, buf[:k]); err != nil {
-			return false
-		}
-		if !bytes.Equal(buf[:k], make([]byte, k)) {
-			return false
-		}
-		n -= k
-	}
-	return true
 }
 
 // walReader decodes the mutations of one record.
