@@ -211,7 +211,7 @@ func friendly(row, what string) string {
 			return "action write fence"
 		case what == "SET lx":
 			return "action lease renewal"
-		case what == "SET nxt" || what == "REMOVE nxt" || what == "SET prev":
+		case what == "SET prev":
 			return "action lane link (" + what + ")"
 		}
 		return "action " + what

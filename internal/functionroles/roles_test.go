@@ -49,8 +49,10 @@ var notDeployed = map[string]string{
 // staticOnly are actions a function's code can reach that no run
 // records, each with the reason; they are granted all the same.
 var staticOnly = map[string]string{
-	"enqueue dynamodb:Scan": "a listing scans only on a table without the workspace index (made before it, or while a " +
-		"stack update backfills it: list.go, isMissingIndex) or for instance-level actions (library mode); the tests' tables have the index",
+	"enqueue dynamodb:Scan": "a listing scans only for instance-level actions (no workspace: library mode, list.go); " +
+		"the API's listings name a workspace",
+	"drainer dynamodb:ConditionCheckItem": "the relink of a lane member a drainer ends while the member before it is live " +
+		"(lanelink.go predLive, design.md §7.3): the scenario's drainer ends members only after their predecessors",
 }
 
 // entryOf is the engine function a suite request is attributed by: its

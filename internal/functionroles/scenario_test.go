@@ -139,9 +139,7 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 	drainer := &handlers.DrainerHandler{Engine: handlers.EnginePorts{Engine: eng, Partitions: 2}, Clock: clk, Log: log, Metrics: obs}
 	drainCtx := withFunction(ctx, Drainer)
 	// A drainer dies right after claiming a keyed action; after its lease
-	// the schedule's drainer reclaims it and takes the TTL off its
-	// idempotency record (drain.go unexpireReclaimed: a transaction with a
-	// ConditionCheck, which the claim itself no longer sends, ADR 0016).
+	// the schedule's drainer reclaims it.
 	crashed := do("POST", "/v1/actions", `{"kind":"webhook","idempotency_key":"k7",`+hook("/ok")+`}`)["id"].(string)
 	ca, err := eng.ActionGet(ctx, crashed)
 	require.NoError(t, err)

@@ -217,6 +217,6 @@ func TestSESEventsFailWhenDynamoDBDoes(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 59, 0, 0, time.UTC))
 	db := ddblocal.New(ddblocal.WithClock(clk))
 	b := setupSES(t, sesSender{}, failingGets{db})
-	_, err := b.fn.Invoke(b.ctx, sample(t, "ses-delivery.json", "1-1"))
+	_, err := b.fn.Invoke(b.ctx, sample(t, "ses-delivery.json", outbox.NewActionID(clk.Now(), 1, 1, 1)))
 	require.ErrorContains(t, err, "connection refused")
 }

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
@@ -169,29 +166,6 @@ func TestGetShowsDeliveryEvidence(t *testing.T) {
 // TestPartitionsSetsTheCountLive: `ferry partitions --set` asks first, then
 // records the count in the partition map (ADR 0011); new actions use it
 // and a session given the old --partitions still opens.
-func TestPartitionsShowsTheTailUpgrade(t *testing.T) {
-	t.Parallel()
-	tb := setup(t)
-	require.NoError(t, tb.s.Partitions(tb.ctx, 0))
-	require.NotContains(t, tb.out.String(), "lane tails", "a table the engine made has tails of its own from the start")
-	// A table an older build wrote: no partition map.
-	_, err := tb.db.DeleteItem(tb.ctx, &dynamodb.DeleteItemInput{TableName: aws.String("ferry"), Key: map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "M#partitions"}, "sk": &types.AttributeValueMemberS{Value: "M"}}})
-	require.NoError(t, err)
-	tb.clk.Advance(time.Minute)
-	tb.out.Reset()
-	require.NoError(t, tb.s.Partitions(tb.ctx, 0))
-	require.Contains(t, tb.out.String(), "lane tails: upgrade to ADR 0011 not started")
-	tb.enqueue(t, outbox.EnqueueParams{LaneKey: "l"})
-	tb.out.Reset()
-	require.NoError(t, tb.s.Partitions(tb.ctx, 0))
-	require.Contains(t, tb.out.String(), "builds before it may run until 2026-12-01T09:17:00Z; do not run them after")
-	tb.clk.Advance(16 * time.Minute)
-	tb.out.Reset()
-	require.NoError(t, tb.s.Partitions(tb.ctx, 0))
-	require.Contains(t, tb.out.String(), "moving out of the partitions; builds before it must not run")
-}
-
 func TestPartitionsSetsTheCountLive(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)

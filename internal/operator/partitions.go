@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/ferryhq/ferry/internal/outbox"
 )
@@ -34,29 +33,14 @@ func (s *Session) Partitions(ctx context.Context, set int) error {
 		return classify(err)
 	}
 	if s.JSON {
-		out := map[string]any{"table": s.Target.Table, "count": l.Count, "live": l.Live, "kept": l.Kept,
-			"recorded": l.Recorded, "tails": "own", "dynamodb": s.Meter.Usage()}
-		if l.Tails != "" {
-			out["tails"] = l.Tails
-		}
-		if !l.SharedUntil.IsZero() {
-			out["shared_until"] = l.SharedUntil.UTC().Format(time.RFC3339)
-		}
-		return writeJSON(s.Out, out)
+		return writeJSON(s.Out, map[string]any{"table": s.Target.Table, "count": l.Count, "live": l.Live, "kept": l.Kept,
+			"recorded": l.Recorded, "dynamodb": s.Meter.Usage()})
 	}
 	s.printf("table %s%s: count %d (new lanes and keyless actions), live %d, kept %d", s.Target.Table, where(s.Target), l.Count, l.Live, l.Kept)
 	if !l.Recorded {
 		s.printf(" (no count recorded yet: the deployment's --partitions)")
 	}
 	s.printf("\n")
-	switch {
-	case l.Tails == "shared" && l.SharedUntil.IsZero():
-		s.printf("lane tails: upgrade to ADR 0011 not started (no enqueue of this build yet); builds before it may run\n")
-	case l.Tails == "shared":
-		s.printf("lane tails: upgrade to ADR 0011, builds before it may run until %s; do not run them after\n", l.SharedUntil.UTC().Format(time.RFC3339))
-	case l.Tails == "moving":
-		s.printf("lane tails: upgrade to ADR 0011, moving out of the partitions; builds before it must not run; do not change partitions in a deploy yet\n")
-	}
 	s.usageLine()
 	return nil
 }

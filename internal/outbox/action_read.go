@@ -47,10 +47,10 @@ func (e *Engine) getRow(ctx context.Context, p int, seq int64) (map[string]types
 		TableName: e.table(), Key: actionKey(p, seq), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error reading action %s: %w", LegacyActionID(p, seq), err)
+		return nil, fmt.Errorf("error reading action %s: %w", keyLabel(p, seq), err)
 	}
 	if out.Item == nil || expiredByTTL(out.Item, e.clk.Now()) || !has(out.Item, attrKind) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, LegacyActionID(p, seq))
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyLabel(p, seq))
 	}
 	return out.Item, nil
 }

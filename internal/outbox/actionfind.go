@@ -73,12 +73,6 @@ func (e *Engine) ActionFind(ctx context.Context, p ActionFindParams) (*ActionFin
 			limit = min(limit, int32(p.Limit))
 		}
 		items, last, scanned, err := e.findPage(ctx, source, p, start, limit)
-		if source == findWorkspace && isMissingIndex(err) {
-			// A table made before the workspace index, or a stack whose
-			// update still backfills it: scan as before it.
-			source, start = findScan, nil
-			continue
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +268,7 @@ const (
 	findSubject   = "subject"   // the subject index
 	findLane      = "lane"      // the lane's partition
 	findWorkspace = "workspace" // the workspace index
-	findScan      = "scan"      // the table: every workspace, or no workspace index
+	findScan      = "scan"      // the table: every workspace
 )
 
 // source is where a find reads.
@@ -291,8 +285,7 @@ func (p ActionFindParams) source() string {
 }
 
 // decodeFindCursor reads a find's cursor (nil start when there is none) and
-// the source it goes on reading; a cursor of another source is refused (but
-// a workspace listing that fell back to a scan goes on scanning).
+// the source it goes on reading; a cursor of another source is refused.
 func decodeFindCursor(cursor, source string) (map[string]types.AttributeValue, string, error) {
 	if cursor == "" {
 		return nil, source, nil
@@ -302,7 +295,7 @@ func decodeFindCursor(cursor, source string) (map[string]types.AttributeValue, s
 	if err == nil {
 		err = json.Unmarshal(raw, &c)
 	}
-	if err != nil || (c.Source != source && (source != findWorkspace || c.Source != findScan)) || len(c.Key) == 0 {
+	if err != nil || c.Source != source || len(c.Key) == 0 {
 		return nil, "", &ValidationError{Field: "cursor", Message: "malformed cursor, or one of another listing"}
 	}
 	start := map[string]types.AttributeValue{}

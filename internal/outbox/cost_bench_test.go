@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/ddblocal"
 )
@@ -25,16 +22,11 @@ func BenchmarkActionCost(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		p    func(i int) EnqueueParams
-		// upgrade: the table an older build wrote (no partition map), in
-		// the migration's stage shared or moving (ADR 0011, Migration).
-		upgrade tailStage
 	}{
-		{"Keyless", func(int) EnqueueParams { return EnqueueParams{} }, tailsSettled},
-		{"LanedBacklog", func(i int) EnqueueParams { return EnqueueParams{LaneKey: fmt.Sprintf("lane-%d", i%10)} }, tailsSettled},
-		{"LanedAlone", lanedAlone, tailsSettled},
-		{"IdempotencyKey", func(i int) EnqueueParams { return EnqueueParams{IdempotencyKey: fmt.Sprintf("key-%d", i)} }, tailsSettled},
-		{"LanedAloneUpgradeShared", lanedAlone, tailShared},
-		{"LanedAloneUpgradeMoving", lanedAlone, tailMoving},
+		{"Keyless", func(int) EnqueueParams { return EnqueueParams{} }},
+		{"LanedBacklog", func(i int) EnqueueParams { return EnqueueParams{LaneKey: fmt.Sprintf("lane-%d", i%10)} }},
+		{"LanedAlone", lanedAlone},
+		{"IdempotencyKey", func(i int) EnqueueParams { return EnqueueParams{IdempotencyKey: fmt.Sprintf("key-%d", i)} }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := context.Background()
@@ -50,17 +42,6 @@ func BenchmarkActionCost(b *testing.B) {
 			}
 			if err := e.EnsureTable(ctx); err != nil {
 				b.Fatal(err)
-			}
-			if tc.upgrade != tailsSettled {
-				if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("ferry"), Key: key(pkPartMap, skPartMap)}); err != nil {
-					b.Fatal(err)
-				}
-				if err := e.enqueueRan(ctx); err != nil { // the map records this build's first enqueue
-					b.Fatal(err)
-				}
-				if tc.upgrade == tailMoving {
-					clk.Advance(oldTailGrace)
-				}
 			}
 			db.ResetCapacity()
 			const between = 100 // enqueues between drains: the drainer's batches fill up

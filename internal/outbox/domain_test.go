@@ -174,22 +174,16 @@ func TestBackoffWithInjectedJitter(t *testing.T) {
 
 func TestActionIDRoundTrip(t *testing.T) {
 	t.Parallel()
-	// The legacy form, minted before global ids, still reads.
-	id := LegacyActionID(7, 42)
-	require.Equal(t, "7-42", id)
-	p, s, err := ParseActionID(id)
-	require.NoError(t, err)
-	require.Equal(t, 7, p)
-	require.EqualValues(t, 42, s)
-	for _, bad := range []string{"", "7", "7-", "-1", "a-1", "1-b", "07-1", "1-01", "1-0", "-1-2", "1-2-3"} {
+	// A key spelled `<partition>-<seq>` is no id (no build mints that form).
+	for _, bad := range []string{"", "7", "7-42", "7-", "-1", "a-1", "1-b", "07-1", "1-0", "-1-2", "1-2-3"} {
 		_, _, err := ParseActionID(bad)
 		require.Error(t, err, bad)
 	}
-	// The global form: time, table id, partition, seq.
+	// The form: time, table id, partition, seq.
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	id = NewActionID(t0, 0x123456789a, 4095, 1<<62)
+	id := NewActionID(t0, 0x123456789a, 4095, 1<<62)
 	require.Len(t, id, idMaxChars)
-	p, s, err = ParseActionID(id)
+	p, s, err := ParseActionID(id)
 	require.NoError(t, err)
 	require.Equal(t, 4095, p)
 	require.EqualValues(t, int64(1)<<62, s)

@@ -262,7 +262,6 @@ func (e *Engine) runGroups(ctx context.Context, groups [][]Action, rows map[int6
 }
 
 func (e *Engine) runGroup(ctx context.Context, g []Action, rows map[int64]map[string]types.AttributeValue, p DrainParams, res *DrainResult) error {
-	e.unexpireReclaimed(ctx, g, rows)
 	for i := 0; i < len(g); i++ {
 		if ctx.Err() != nil || e.nearDeadline(p) || !e.claimFenceCovers(ctx, g[i], p) {
 			return e.releaseRest(ctx, g[i:], p.hold, res)
@@ -532,23 +531,4 @@ func (e *Engine) makeRowDue(ctx context.Context, a Action, now time.Time) error 
 		return fmt.Errorf("error making %s due: %w", a.Label(), err)
 	}
 	return nil
-}
-
-// unexpireReclaimed takes the TTL off the idempotency records of the
-// group's reclaimed keyed actions: a holder of a build from before the
-// record's TTL moved after the end (design.md §3.5) gave the record its TTL
-// just before its end and may have died before the end landed; the action
-// lives on, so its record must stay (invariant 6, sim seed 1199). This
-// build never leaves such a TTL; the mend stays for rolling upgrades. Best
-// effort, and only reclaims pay it. The key and id come from the rows the
-// drainer read (the due index projects neither).
-func (e *Engine) unexpireReclaimed(ctx context.Context, g []Action, rows map[int64]map[string]types.AttributeValue) {
-	for _, a := range g {
-		row := rows[a.Seq]
-		if !a.claim.reclaimed || row == nil || getS(row, attrIKey) == "" {
-			continue
-		}
-		a.IdempotencyKey, a.ID, a.WorkspaceID = getS(row, attrIKey), getS(row, attrID), getS(row, attrWorkspace)
-		e.idemUnexpire(ctx, &a)
-	}
 }

@@ -327,30 +327,3 @@ func (e *Engine) idemExpire(ctx context.Context, a *Action, expiry time.Time) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":ttl": avN(expiry.Unix()), ":id": avS(a.ID)},
 	}, nil)
 }
-
-// idemUnexpire takes the TTL off an idempotency record of a live action:
-// builds from before the record's TTL moved after the end (design.md §3.5)
-// wrote it just before the end, and one that died in between left it on an
-// action that lives on. The transaction checks the action is live (if it
-// ended meanwhile, its end wrote the TTL and this changes nothing). Only a
-// drainer's reclaim pays it (unexpireReclaimed), so that such records are
-// mended during and after a rolling upgrade.
-func (e *Engine) idemUnexpire(ctx context.Context, a *Action) {
-	_ = e.transact(ctx, []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{
-			TableName: e.table(), Key: actionKey(a.Partition, a.Seq),
-			ConditionExpression:      aws.String("#st IN (:pro, :adm, :exe)"),
-			ExpressionAttributeNames: map[string]string{"#st": attrState},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pro": avS(string(StatePROPOSED)), ":adm": avS(string(StateADMITTED)), ":exe": avS(string(StateEXECUTING)),
-			},
-		}},
-		{Update: &types.Update{
-			TableName: e.table(), Key: key(idemPK(a.WorkspaceID, a.IdempotencyKey), skIdem),
-			UpdateExpression:          aws.String("REMOVE #ttl"),
-			ConditionExpression:       aws.String("#id = :id"),
-			ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL, "#id": attrID},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avS(a.ID)},
-		}},
-	}, e.token())
-}

@@ -48,12 +48,10 @@ const (
 
 // prepared is one action with its items, before they are written.
 type prepared struct {
-	a       Action
-	action  types.TransactWriteItem
-	idem    *types.TransactWriteItem
-	spec    KindSpec
-	tailOld int64 // the lane tail's seq read before (0 = none)
-	shared  bool  // placement.shared: no check above the count
+	a      Action
+	action types.TransactWriteItem
+	idem   *types.TransactWriteItem
+	spec   KindSpec
 	// holds, holdsRow: placement's (the check above the count is on holds).
 	holds    int64
 	holdsRow bool
@@ -215,9 +213,6 @@ func (e *Engine) prepare(ctx context.Context, ps []EnqueueParams, eventual bool)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := e.enqueueRan(ctx); err != nil {
-		return nil, nil, err
-	}
 	lanes := newLaneTails()
 	lanes.eventual = eventual
 	out := make([]*prepared, 0, len(ps))
@@ -269,13 +264,10 @@ func (e *Engine) validateBatch(ps []EnqueueParams, now time.Time) ([]validEnqueu
 }
 
 // placement is where an action goes: its partition, its seq, and its lane
-// predecessor's seq (0: none). shared: the lane's tail is in its partition
-// while builds before ADR 0011 may enqueue (tailShared): the lane stays
-// there whatever the count.
+// predecessor's seq (0: none).
 type placement struct {
 	part      int
 	seq, prev int64
-	shared    bool
 	// holds, holdsRow: the lane's tail names an ended member above the
 	// count and holds is the member still holding the lane there
 	// (laneTail.holds); the check above the count is on it, not on prev.
@@ -305,14 +297,9 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 		// a lane without one starts in its partition under the count
 		// (ADR 0011).
 		pl.part, pl.prev, pl.holds, pl.holdsRow = t.p, t.seq, t.holds, t.holdsRow
-		switch {
-		case t.startsShared():
-			// Where a build before ADR 0011 looks for the lane's tail.
-			pl.part = LanePartition(p.WorkspaceID, p.LaneKey, e.cfg.Partitions)
-		case t.seq == 0:
+		if t.seq == 0 {
 			pl.part = LanePartition(p.WorkspaceID, p.LaneKey, count)
 		}
-		pl.shared = t.old && t.stage == tailShared || t.startsShared()
 	} else {
 		pl.part = int(e.spread.Add(1) % uint64(count))
 	}
@@ -322,7 +309,7 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 	}
 	pl.seq = seq
 	if p.LaneKey != "" {
-		lanes.newest[lid] = laneTail{seq: seq, p: pl.part, stage: lanes.old[lid].stage}
+		lanes.newest[lid] = laneTail{seq: seq, p: pl.part}
 	}
 	return pl, nil
 }
@@ -340,9 +327,7 @@ func (e *Engine) place(ctx context.Context, p *EnqueueParams, lanes *laneTails) 
 // reads the tail eventually consistent where it may (readTailAs).
 func (e *Engine) readLaneTail(ctx context.Context, lid laneID, count int, eventual bool) (laneTail, error) {
 	t, _, err := e.readTailAs(ctx, lid, eventual)
-	if err != nil || t.seq == 0 || t.p < count || (t.old && t.stage == tailShared) {
-		// A tail in a partition while builds before ADR 0011 may enqueue
-		// behind it stays there (ADR 0011, Migration).
+	if err != nil || t.seq == 0 || t.p < count {
 		return t, err
 	}
 	it, err := e.readLinks(ctx, t.p, t.seq)
@@ -356,9 +341,7 @@ func (e *Engine) readLaneTail(ctx context.Context, lid laneID, count int, eventu
 	if t.holds, t.holdsRow, err = e.laneHolder(ctx, t.p, t.seq, it); err != nil || t.holds != 0 {
 		return t, err
 	}
-	// With old, the row in the partition goes on the same condition and the
-	// lane's own item is made.
-	return laneTail{p: t.p, ended: t.seq, old: t.old}, nil
+	return laneTail{p: t.p, ended: t.seq}, nil
 }
 
 // newPrepared builds a new action and its items: the action's put and,
@@ -380,7 +363,7 @@ func (e *Engine) newPrepared(p *EnqueueParams, v validEnqueue, pl placement, now
 	if !p.ExpiresAt.IsZero() {
 		a.ExpiresAt = p.ExpiresAt.UTC()
 	}
-	pr := &prepared{a: a, spec: v.ad.Spec(), shared: pl.shared, holds: pl.holds, holdsRow: pl.holdsRow}
+	pr := &prepared{a: a, spec: v.ad.Spec(), holds: pl.holds, holdsRow: pl.holdsRow}
 	pr.action = types.TransactWriteItem{Put: &types.Put{
 		TableName:           e.table(),
 		Item:                actionItem(&a),
@@ -433,7 +416,7 @@ func (e *Engine) aboveCountChecks(ctx context.Context, out []*prepared) ([]types
 	}
 	var items []types.TransactWriteItem
 	for _, pr := range out {
-		if pr.a.LaneKey == "" || pr.a.PrevSeq == 0 || pr.a.Partition < count || inBatch[pr.a.PrevSeq] || pr.shared {
+		if pr.a.LaneKey == "" || pr.a.PrevSeq == 0 || pr.a.Partition < count || inBatch[pr.a.PrevSeq] {
 			continue
 		}
 		c := &types.ConditionCheck{
@@ -480,7 +463,7 @@ func (l *laneTails) read(lid laneID, t laneTail) {
 func (l *laneTails) puts(e *Engine) []types.TransactWriteItem {
 	items := make([]types.TransactWriteItem, 0, len(l.order))
 	for _, lid := range l.order {
-		items = append(items, e.laneTailPut(lid, l.old[lid], l.newest[lid])...)
+		items = append(items, e.laneTailPut(lid, l.old[lid], l.newest[lid]))
 	}
 	return items
 }

@@ -110,7 +110,7 @@ func TestEnqueueValidation(t *testing.T) {
 	require.JSONEq(t, `{}`, string(got.Payload))
 	_, err = e.ActionGet(ctx, "garbage")
 	require.ErrorIs(t, err, ErrNotFound)
-	_, err = e.ActionGet(ctx, "9-1")
+	_, err = e.ActionGet(ctx, NewActionID(r.Action.CreatedAt, 1, MaxPartitions, 1))
 	require.ErrorIs(t, err, ErrNotFound, "partition out of range")
 }
 

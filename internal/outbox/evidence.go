@@ -208,7 +208,7 @@ type evidenceRow struct {
 func (e *Engine) readEvidence(ctx context.Context, p int, seq int64, consistent bool) (*evidenceRow, int64, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: e.table(), Key: evidenceKey(p, seq), ConsistentRead: aws.Bool(consistent)})
 	if err != nil {
-		return nil, 0, fmt.Errorf("error reading delivery evidence of %s: %w", LegacyActionID(p, seq), err)
+		return nil, 0, fmt.Errorf("error reading delivery evidence of %s: %w", keyLabel(p, seq), err)
 	}
 	it := out.Item
 	if it == nil {
@@ -292,7 +292,7 @@ func (e *Engine) putEvidence(ctx context.Context, a *Action, d Delivery, ver int
 // deleteEvidence deletes the evidence row of (p, seq), if any.
 func (e *Engine) deleteEvidence(ctx context.Context, p int, seq int64) error {
 	if _, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: e.table(), Key: evidenceKey(p, seq)}); err != nil {
-		return fmt.Errorf("error deleting delivery evidence of %s: %w", LegacyActionID(p, seq), err)
+		return fmt.Errorf("error deleting delivery evidence of %s: %w", keyLabel(p, seq), err)
 	}
 	return nil
 }

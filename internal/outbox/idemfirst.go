@@ -267,7 +267,7 @@ func (e *Engine) seal(ctx context.Context, p int, seq int64) error {
 	// is unknown: retention skips a listed row that is not ended.
 	e.journalTombstone(ctx, partitionPK(p), actionSK(seq))
 	if err != nil {
-		return fmt.Errorf("error sealing action slot %s: %w", LegacyActionID(p, seq), err)
+		return fmt.Errorf("error sealing action slot %s: %w", keyLabel(p, seq), err)
 	}
 	return nil
 }

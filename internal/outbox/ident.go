@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,9 +28,6 @@ import (
 // of `ferry dev` on fresh tables, or a restored table (whose later actions
 // are created later) never hand out the same id. Partition and seq are the
 // row's key.
-//
-// Ids minted before this scheme have the legacy form `<partition>-<seq>`
-// (LegacyActionID); they keep it for their row's life and still read.
 
 // idAlphabet is Crockford's base32 alphabet, lower case: its characters sort
 // in the order of their values, so the encoded time prefix sorts as the
@@ -94,21 +90,16 @@ func NewActionID(created time.Time, tableID uint64, partition int, seq int64) st
 	return string(b)
 }
 
-// LegacyActionID formats an id of the form minted before the global ids:
-// `<partition>-<seq>`. Rows enqueued then keep that id; it also labels a
-// row by its key in messages (Action.Label).
-func LegacyActionID(partition int, seq int64) string {
-	return strconv.Itoa(partition) + "-" + strconv.FormatInt(seq, 10)
+// keyLabel names an action row by its key in messages, where its id is not
+// known: "partition 3 seq 42".
+func keyLabel(partition int, seq int64) string {
+	return "partition " + strconv.Itoa(partition) + " seq " + strconv.FormatInt(seq, 10)
 }
 
 // ParseActionID returns the key an id names: its partition and seq. It
-// takes both forms, the global id and the legacy `<partition>-<seq>`, and
-// only their canonical spelling. An id that parses still names an action
-// only if its row holds that very id (ActionGet checks).
+// takes only the canonical spelling. An id that parses still names an
+// action only if its row holds that very id (ActionGet checks).
 func ParseActionID(id string) (partition int, seq int64, err error) {
-	if strings.Contains(id, "-") {
-		return parseLegacyID(id)
-	}
 	bad := fmt.Errorf("action id %q: not an action id", id)
 	if len(id) <= idFixedChars || len(id) > idMaxChars || id[idFixedChars] == '0' {
 		return 0, 0, bad
@@ -126,26 +117,13 @@ func ParseActionID(id string) (partition int, seq int64, err error) {
 	return int(p), int64(s), nil
 }
 
-func parseLegacyID(id string) (partition int, seq int64, err error) {
-	ps, ss, ok := strings.Cut(id, "-")
-	if !ok {
-		return 0, 0, fmt.Errorf("action id %q: want <partition>-<seq>", id)
-	}
-	p, err1 := strconv.Atoi(ps)
-	s, err2 := strconv.ParseInt(ss, 10, 64)
-	if err1 != nil || err2 != nil || p < 0 || s < 1 || strconv.Itoa(p) != ps || strconv.FormatInt(s, 10) != ss {
-		return 0, 0, fmt.Errorf("action id %q: want <partition>-<seq>", id)
-	}
-	return p, s, nil
-}
-
 // Label names the action in messages: its id, or its key when the id is not
 // known (an action read from the due index, which does not project it).
 func (a *Action) Label() string {
 	if a.ID != "" {
 		return a.ID
 	}
-	return LegacyActionID(a.Partition, a.Seq)
+	return keyLabel(a.Partition, a.Seq)
 }
 
 // The table's identity item (design.md §3.10): written once, when the first

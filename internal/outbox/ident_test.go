@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/clock"
@@ -92,8 +90,7 @@ func TestIDMustMatchItsRow(t *testing.T) {
 	require.NoError(t, err)
 	a := r.Action
 	other := NewActionID(a.CreatedAt.Add(time.Second), 12345, a.Partition, a.Seq)
-	legacy := LegacyActionID(a.Partition, a.Seq)
-	for _, id := range []string{other, legacy} {
+	for _, id := range []string{other} {
 		_, err := e.ActionGet(ctx, id)
 		require.ErrorIs(t, err, ErrNotFound, id)
 		_, err = e.Admit(ctx, id)
@@ -104,34 +101,4 @@ func TestIDMustMatchItsRow(t *testing.T) {
 	got, err := e.ActionGet(ctx, a.ID)
 	require.NoError(t, err)
 	require.Equal(t, StatePROPOSED, got.State, "untouched by the forged ids")
-}
-
-// TestLegacyIDsKeepWorking: a row enqueued before global ids holds its
-// `<partition>-<seq>` id; it keeps that id for its life (its webhook-id
-// does not change between attempts) and reads, admits and ends by it.
-func TestLegacyIDsKeepWorking(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	db := ddblocal.New(ddblocal.WithClock(clk))
-	e := newPairEngine(t, db, clk, Config{Table: "ferry", Partitions: 1})
-	r, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", Payload: []byte(`{}`), Propose: true})
-	require.NoError(t, err)
-	// Make it a row of the old build: its id was its key.
-	legacy := LegacyActionID(r.Action.Partition, r.Action.Seq)
-	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String("ferry"), Key: actionKey(r.Action.Partition, r.Action.Seq),
-		UpdateExpression: aws.String("SET id = :id"), ExpressionAttributeValues: map[string]types.AttributeValue{":id": avS(legacy)},
-	})
-	require.NoError(t, err)
-	_, err = e.ActionGet(ctx, r.Action.ID)
-	require.ErrorIs(t, err, ErrNotFound, "the row's id is the legacy one")
-	a, err := e.Admit(ctx, legacy)
-	require.NoError(t, err)
-	require.Equal(t, legacy, a.ID)
-	require.NoError(t, e.Drain(ctx))
-	got, err := e.ActionGet(ctx, legacy)
-	require.NoError(t, err)
-	require.Equal(t, StateDONE, got.State)
-	require.Equal(t, legacy, got.ID)
 }

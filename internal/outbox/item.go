@@ -28,7 +28,6 @@ const (
 	attrMax       = "max"
 	attrEpoch     = "ep"
 	attrPrev      = "prev"
-	attrSucc      = "nxt" // the live lane successor's seq (design.md §3.4), on live rows only
 	attrPayload   = "pl"
 	attrCreated   = "ca"
 	attrNext      = "nat"
@@ -72,13 +71,11 @@ const (
 	skLaneTail = "L"
 )
 
-func partitionPK(p int) string      { return "P#" + strconv.Itoa(p) }
-func actionSK(seq int64) string     { return fmt.Sprintf("A#%020d", seq) }
-func laneSK(ws, lane string) string { return "L#" + ws + "#" + lane }
+func partitionPK(p int) string  { return "P#" + strconv.Itoa(p) }
+func actionSK(seq int64) string { return fmt.Sprintf("A#%020d", seq) }
 
-// laneTailPK is the pk of a lane's tail (ADR 0011): the lane's own key, out
-// of every partition. Before it the tail was the row laneSK of its
-// partition.
+// laneTailPK is the pk of a lane's tail (design.md §3.4): the lane's own
+// key, out of every partition.
 func laneTailPK(ws, lane string) string { return "L#" + ws + "#" + lane }
 func idemPK(ws, key string) string      { return "K#" + ws + "#" + key }
 func subPK(ws, subj string) string      { return ws + "#" + subj }

@@ -27,7 +27,7 @@ func (e *Engine) readLinks(ctx context.Context, p int, seq int64) (map[string]ty
 		ExpressionAttributeNames: map[string]string{"#st": attrState, "#prev": attrPrev},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error reading lane links of %s: %w", LegacyActionID(p, seq), err)
+		return nil, fmt.Errorf("error reading lane links of %s: %w", keyLabel(p, seq), err)
 	}
 	if len(out.Item) == 0 {
 		return nil, nil
@@ -47,15 +47,12 @@ func liveVals(vals map[string]types.AttributeValue) map[string]types.AttributeVa
 }
 
 // predLive keeps the predecessor of a relinked member live until the relink
-// commits: it must be, for the chain to stop at it. It also removes the
-// successor link `nxt` that enqueues wrote before successors were found
-// when needed (an older build's enqueue appending behind this row needs it
-// absent); the update costs what a ConditionCheck would.
+// commits: it must be, for the chain to stop at it.
 func (e *Engine) predLive(p int, seq int64) types.TransactWriteItem {
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: e.table(), Key: actionKey(p, seq), UpdateExpression: aws.String("REMOVE #nxt"),
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: e.table(), Key: actionKey(p, seq),
 		ConditionExpression:       aws.String(liveCond),
-		ExpressionAttributeNames:  map[string]string{"#st": attrState, "#nxt": attrSucc},
+		ExpressionAttributeNames:  map[string]string{"#st": attrState},
 		ExpressionAttributeValues: liveVals(map[string]types.AttributeValue{}),
 	}}
 }
@@ -169,7 +166,7 @@ func (e *Engine) successorQuery(ctx context.Context, p int, seq, upper int64) (i
 	for {
 		out, err := e.db.Query(ctx, in)
 		if err != nil {
-			return 0, fmt.Errorf("error finding the lane successor of %s: %w", LegacyActionID(p, seq), err)
+			return 0, fmt.Errorf("error finding the lane successor of %s: %w", keyLabel(p, seq), err)
 		}
 		for _, it := range out.Items {
 			if s, ok := seqFromActionSK(getS(it, attrSK)); ok {
@@ -226,21 +223,17 @@ func (e *Engine) eraseLaned(ctx context.Context, pk, sk string) (map[string]type
 
 type laneID struct{ ws, lane string }
 
-// laneTail is a lane's tail (design.md §3.4) as read or as it is to be
-// written: the newest live member's seq (0: the lane has no tail) and the
-// partition of the lane's live members.
+// laneTail is a lane's tail (design.md §3.4), its own item
+// (`L#<ws>#<lane>` / `L`), as read or as it is to be written: the newest
+// live member's seq (0: the lane has no tail) and the partition of the
+// lane's live members.
 type laneTail struct {
 	seq int64
 	p   int
-	// old: the tail is at its place before ADR 0011 (`P#<p>` /
-	// `L#<ws>#<lane>`, no `p` attribute), written by an older build; the
-	// lane keeps that form until it drains.
-	old bool
 	// ended (seq 0): the tail item is there but names this member of
 	// partition p, which has ended: the lane is empty, and its next member
 	// starts it again wherever the count says, moving the tail on the
-	// condition that it still names this one. With old, the tail in the
-	// partition goes (on that condition) and the lane starts with its own.
+	// condition that it still names this one.
 	ended int64
 	// holds (a tail at or above the count naming an ended member seq): the
 	// first live member back along seq's prev links, which still holds the
@@ -252,73 +245,30 @@ type laneTail struct {
 	// claim's walk past its bound does).
 	holds    int64
 	holdsRow bool
-	// stage (as read, no own item found): a tail may be in a partition
-	// (ADR 0011, Migration); tailShared or tailMoving say where a new lane's
-	// tail goes (tailsSettled: its own item, nothing else looked up).
-	stage tailStage
 }
 
-// startsShared reports whether the lane, read as t, starts with its tail
-// in its partition under Config.Partitions (tailShared: a build before ADR
-// 0011 may enqueue behind it).
-func (t laneTail) startsShared() bool {
-	return t.seq == 0 && t.ended == 0 && t.stage == tailShared
-}
-
-// laneTailKey is the key of a lane's tail: its own item (ADR 0011), or the
-// partition's item of old tails.
-func laneTailKey(lid laneID, t laneTail) map[string]types.AttributeValue {
-	if t.old {
-		return key(partitionPK(t.p), laneSK(lid.ws, lid.lane))
-	}
+// laneTailKey is the key of a lane's tail item.
+func laneTailKey(lid laneID) map[string]types.AttributeValue {
 	return key(laneTailPK(lid.ws, lid.lane), skLaneTail)
 }
 
-// laneTailIs is the condition that the tail is still t: its seq, and for
-// own tails its partition (a tail deleted and made again elsewhere can
-// reuse a seq number).
+// laneTailIs is the condition that the tail is still t: its seq and its
+// partition (a tail deleted and made again elsewhere can reuse a seq
+// number).
 func laneTailIs(t laneTail, names map[string]string, vals map[string]types.AttributeValue) string {
-	names["#s"] = attrTailSeq
-	vals[":ts"] = avN(t.seq)
-	if t.old {
-		return "#s = :ts"
-	}
-	names["#tp"] = attrTailPart
-	vals[":tp"] = avN(int64(t.p))
+	names["#s"], names["#tp"] = attrTailSeq, attrTailPart
+	vals[":ts"], vals[":tp"] = avN(t.seq), avN(int64(t.p))
 	return "#s = :ts AND #tp = :tp"
 }
 
 // laneTailPut moves a lane's tail from what was read (seq 0: no tail yet,
-// or one naming an ended member) to to. An old tail stays where it is
-// (to's partition is the old one's). While a table leaves the tails in
-// partitions behind (ADR 0011, Migration), a new lane's tail is made in one
-// form with a check that the lane has no tail in the other (startsShared:
-// in its partition, to's partition being the lane's under
-// Config.Partitions); an old tail naming an ended member goes, on that
-// condition, and the lane's own item is made.
-func (e *Engine) laneTailPut(lid laneID, from, to laneTail) []types.TransactWriteItem {
-	to.old = (from.seq != 0 && from.old) || from.startsShared()
-	it := laneTailKey(lid, to)
-	it[attrTailSeq] = avN(to.seq)
-	if !to.old {
-		it[attrTailPart] = avN(int64(to.p))
-	}
+// or one naming an ended member) to to.
+func (e *Engine) laneTailPut(lid laneID, from, to laneTail) types.TransactWriteItem {
+	it := laneTailKey(lid)
+	it[attrTailSeq], it[attrTailPart] = avN(to.seq), avN(int64(to.p))
 	put := &types.Put{TableName: e.table(), Item: it}
-	var more []types.TransactWriteItem
-	switch {
-	case from.seq == 0 && from.ended != 0 && from.old:
-		gone := laneTail{seq: from.ended, p: from.p, old: true}
-		more = append(more, e.laneTailDelete(lid, gone))
-		from = laneTail{}
-	case from.seq == 0 && from.ended != 0:
+	if from.seq == 0 && from.ended != 0 {
 		from = laneTail{seq: from.ended, p: from.p}
-	case from.seq == 0 && from.stage != tailsSettled:
-		// The other form's key: the lane's own item, or its row in the
-		// partition older builds read.
-		other := laneTail{old: !to.old, p: LanePartition(lid.ws, lid.lane, e.cfg.Partitions)}
-		more = append(more, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-			TableName: e.table(), Key: laneTailKey(lid, other), ConditionExpression: aws.String("attribute_not_exists(pk)"),
-		}})
 	}
 	if from.seq == 0 {
 		put.ConditionExpression = aws.String("attribute_not_exists(pk)")
@@ -326,75 +276,38 @@ func (e *Engine) laneTailPut(lid laneID, from, to laneTail) []types.TransactWrit
 		put.ExpressionAttributeNames, put.ExpressionAttributeValues = map[string]string{}, map[string]types.AttributeValue{}
 		put.ConditionExpression = aws.String(laneTailIs(from, put.ExpressionAttributeNames, put.ExpressionAttributeValues))
 	}
-	return append([]types.TransactWriteItem{{Put: put}}, more...)
+	return types.TransactWriteItem{Put: put}
 }
 
-// readTail reads a lane's tail with a consistent read: its own item, or,
-// when there is none and the partition map does not rule it out, an old
-// tail in the partition the lane had under Config.Partitions (ADR 0011,
-// Migration; stage says where a new tail goes then). seq is 0 when the
+// readTail reads a lane's tail with a consistent read; seq is 0 when the
 // lane has no tail.
 func (e *Engine) readTail(ctx context.Context, lid laneID) (laneTail, error) {
 	t, _, err := e.readTailAs(ctx, lid, false)
 	return t, err
 }
 
-// readTailAs is readTail, with eventual asking for the lane's own item to
-// be read eventually consistent. That serves only a caller whose write is
-// conditioned on the tail as read, or who confirms an answer with a
-// consistent read before acting on it (a stale read is then refused or
-// confirmed, never acted on; ADR 0017), and only once the partition map
-// says tails are their own items (tailsSettled): before, a stale miss could
-// send the lane to its partition's form. stale says the answer came from
-// an eventually consistent read.
+// readTailAs is readTail, with eventual asking for an eventually consistent
+// read. That serves only a caller whose write is conditioned on the tail as
+// read, or who confirms an answer with a consistent read before acting on
+// it (a stale read is then refused or confirmed, never acted on; design.md
+// §3.4). stale says the answer came from an eventually consistent read.
 func (e *Engine) readTailAs(ctx context.Context, lid laneID, eventual bool) (t laneTail, stale bool, err error) {
-	if eventual {
-		stage, err := e.tailStageNow(ctx)
-		if err != nil {
-			return laneTail{}, false, err
-		}
-		eventual = stage == tailsSettled
-	}
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: e.table(), Key: laneTailKey(lid, laneTail{}), ConsistentRead: aws.Bool(!eventual),
+		TableName: e.table(), Key: laneTailKey(lid), ConsistentRead: aws.Bool(!eventual),
 	})
 	if err != nil {
 		return laneTail{}, eventual, fmt.Errorf("error reading lane tail: %w", err)
 	}
-	if len(out.Item) > 0 {
-		return laneTail{seq: getN(out.Item, attrTailSeq), p: int(getN(out.Item, attrTailPart))}, eventual, nil
+	if len(out.Item) == 0 {
+		return laneTail{}, eventual, nil
 	}
-	if eventual {
-		return laneTail{}, true, nil // tailsSettled: no tail in a partition
-	}
-	t, err = e.readOldTail(ctx, lid)
-	return t, false, err
-}
-
-// readOldTail is readTail's look for a tail in the lane's partition, after
-// a consistent read found no own item.
-func (e *Engine) readOldTail(ctx context.Context, lid laneID) (laneTail, error) {
-	stage, err := e.tailStageNow(ctx)
-	if err != nil || stage == tailsSettled {
-		return laneTail{}, err
-	}
-	old := laneTail{p: LanePartition(lid.ws, lid.lane, e.cfg.Partitions), old: true, stage: stage}
-	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: e.table(), Key: laneTailKey(lid, old), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return laneTail{}, fmt.Errorf("error reading lane tail of partition %d: %w", old.p, err)
-	}
-	if old.seq = getN(out.Item, attrTailSeq); old.seq == 0 {
-		return laneTail{stage: stage}, nil
-	}
-	return old, nil
+	return laneTail{seq: getN(out.Item, attrTailSeq), p: int(getN(out.Item, attrTailPart))}, eventual, nil
 }
 
 // laneTailDelete deletes a lane's tail while it is still t: the end of
 // the lane's last live member.
 func (e *Engine) laneTailDelete(lid laneID, t laneTail) types.TransactWriteItem {
-	d := &types.Delete{TableName: e.table(), Key: laneTailKey(lid, t),
+	d := &types.Delete{TableName: e.table(), Key: laneTailKey(lid),
 		ExpressionAttributeNames: map[string]string{}, ExpressionAttributeValues: map[string]types.AttributeValue{}}
 	d.ConditionExpression = aws.String(laneTailIs(t, d.ExpressionAttributeNames, d.ExpressionAttributeValues))
 	return types.TransactWriteItem{Delete: d}
@@ -403,7 +316,7 @@ func (e *Engine) laneTailDelete(lid laneID, t laneTail) types.TransactWriteItem 
 // laneTailBack moves a lane's tail from t back to seq prev of the same
 // partition (a relink or an erasure of the tail's member).
 func (e *Engine) laneTailBack(lid laneID, t laneTail, prev int64) *types.Update {
-	u := &types.Update{TableName: e.table(), Key: laneTailKey(lid, t), UpdateExpression: aws.String("SET #s = :prev"),
+	u := &types.Update{TableName: e.table(), Key: laneTailKey(lid), UpdateExpression: aws.String("SET #s = :prev"),
 		ExpressionAttributeNames: map[string]string{}, ExpressionAttributeValues: map[string]types.AttributeValue{":prev": avN(prev)}}
 	u.ConditionExpression = aws.String(laneTailIs(t, u.ExpressionAttributeNames, u.ExpressionAttributeValues))
 	return u

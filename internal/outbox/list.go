@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 )
 
 // Listing (design.md §3.8, §3.11). A workspace's listing reads the
@@ -46,7 +44,7 @@ type listSource string
 const (
 	listWorkspace listSource = "w" // the workspace index, in id (creation) order
 	listLane      listSource = "l" // the lane's partition, in seq (lane) order
-	listInstance  listSource = "i" // a scan: instance-level actions, or a table without the index
+	listInstance  listSource = "i" // a scan: instance-level actions
 )
 
 // listPageMax is how many index entries one round reads: one BatchGetItem.
@@ -175,15 +173,7 @@ func (e *Engine) listPage(ctx context.Context, r *listRun) (listPage, error) {
 	case listInstance:
 		return e.scanListPage(ctx, r)
 	}
-	pg, err := e.workspaceListPage(ctx, r)
-	if isMissingIndex(err) {
-		// A table made before the workspace index (an old `ferry dev
-		// --data-dir` table, a stack not yet updated, the index still
-		// backfilling): list as before it, by a scan.
-		r.src, r.start = listInstance, nil
-		return e.scanListPage(ctx, r)
-	}
-	return pg, err
+	return e.workspaceListPage(ctx, r)
 }
 
 // workspaceListPage reads up to listPageMax entries of the workspace index
@@ -314,17 +304,6 @@ func (e *Engine) scanListPage(ctx context.Context, r *listRun) (listPage, error)
 	return listPage{items: out.Items, last: out.LastEvaluatedKey}, nil
 }
 
-// isMissingIndex tells a read refused because the table has no workspace
-// index (or it is still being built).
-func isMissingIndex(err error) bool {
-	var api smithy.APIError
-	if !errors.As(err, &api) || api.ErrorCode() != "ValidationException" {
-		return false
-	}
-	m := strings.ToLower(api.ErrorMessage())
-	return strings.Contains(m, "index") && (strings.Contains(m, "does not have") || strings.Contains(m, "backfilling"))
-}
-
 // listCursor is what a cursor carries: the listing it continues and the key
 // it starts after. It travels sealed (design.md §3.11): base64url of its
 // JSON, a dot, and base64url of the first 16 bytes of its HMAC-SHA256 under
@@ -380,11 +359,9 @@ func (e *Engine) openCursor(ctx context.Context, r *listRun) (map[string]types.A
 	if c.V != 1 || c.WS != r.p.WorkspaceID || c.State != r.p.State || c.Lane != r.p.LaneKey || c.Key[attrPK] == "" || c.Key[attrSK] == "" {
 		return nil, errBadCursor
 	}
-	// A workspace listing that fell back to a scan goes on scanning.
-	if c.Src != r.src && (r.src != listWorkspace || c.Src != listInstance) {
+	if c.Src != r.src {
 		return nil, errBadCursor
 	}
-	r.src = c.Src
 	start := key(c.Key[attrPK], c.Key[attrSK])
 	if c.Src == listWorkspace {
 		start[attrWorkspace], start[attrID] = avS(c.Key[attrWorkspace]), avS(c.Key[attrID])

@@ -62,57 +62,6 @@ func TestListingReadsOnlyTheWorkspace(t *testing.T) {
 	require.Empty(t, r.Actions)
 }
 
-// TestListingWithoutTheIndexScans: a table made before the workspace index
-// (an old data directory, a stack not updated yet) is listed by a scan, as
-// before, and its cursors go on scanning.
-func TestListingWithoutTheIndexScans(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	db := ddblocal.New(ddblocal.WithClock(clk))
-	in := TableInput("ferry")
-	in.GlobalSecondaryIndexes = in.GlobalSecondaryIndexes[:2]
-	in.AttributeDefinitions = in.AttributeDefinitions[:5]
-	_, err := db.CreateTable(ctx, in)
-	require.NoError(t, err)
-	e := newPairEngine(t, db, clk, Config{Partitions: 2})
-	mine := enqueueIn(t, e, clk, "mine", 5)
-	enqueueIn(t, e, clk, "other", 5)
-	seen := map[string]bool{}
-	cursor := ""
-	for page := 0; page < 10; page++ {
-		r, err := e.ActionList(ctx, ActionListParams{WorkspaceID: "mine", Limit: 2, Cursor: cursor})
-		require.NoError(t, err)
-		for _, a := range r.Actions {
-			require.False(t, seen[a.ID])
-			seen[a.ID] = true
-		}
-		if cursor = r.NextCursor; cursor == "" {
-			break
-		}
-	}
-	require.Len(t, seen, len(mine))
-	require.NotZero(t, db.Capacity("ferry").Calls["Scan"])
-
-	// The operator's listing of a workspace falls back the same way, and
-	// its cursor pages on by the scan.
-	found := map[string]bool{}
-	cursor = ""
-	for page := 0; page < 10; page++ {
-		r, err := e.ActionFind(ctx, ActionFindParams{WorkspaceID: "mine", Limit: 2, Cursor: cursor})
-		require.NoError(t, err)
-		for _, a := range r.Actions {
-			require.False(t, found[a.ID])
-			require.Equal(t, "mine", a.WorkspaceID)
-			found[a.ID] = true
-		}
-		if cursor = r.NextCursor; cursor == "" {
-			break
-		}
-	}
-	require.Len(t, found, len(mine))
-}
-
 // TestListCursorsAreSealed is issue 13, finding 7: cursors were unsigned
 // database keys, and a forged one ({"pk":"P#1"}) made the listing fail
 // (500). A cursor is now sealed with the table's cursor key and names its

@@ -14,57 +14,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The partition map row (ADR 0011, design.md §3.12): one item the engines
-// read (consistently) and cache for at most MapTTL. Today it says where lane tails are: in
-// their own items only (`tails` = "own"), or possibly still in a partition,
-// where builds before ADR 0011 wrote them (no row, or no `tails`).
+// The partition map row (design.md §3.12): one item the engines read
+// (consistently) and cache for at most MapTTL.
 const (
 	pkPartMap  = "M#partitions"
 	skPartMap  = "M"
-	attrMapVer = "v"     // N: version; every update is conditioned on it
-	attrTails  = "tails" // S: "own" once no lane tail is in a partition any more
-	attrMapN   = "n"     // N: the count for new lanes and keyless actions
-	attrMapDep = "dep"   // N: the last Config.Partitions a reaper applied
-	attrMapLiv = "live"  // N: every partition that may hold a live row is below it
-	attrMapKep = "kept"  // N: every partition that may hold any action row is below it
-	attrMapChg = "chg"   // N: when n last changed (Unix ms)
+	attrMapVer = "v"    // N: version; every update is conditioned on it
+	attrMapN   = "n"    // N: the count for new lanes and keyless actions
+	attrMapDep = "dep"  // N: the last Config.Partitions a reaper applied
+	attrMapLiv = "live" // N: every partition that may hold a live row is below it
+	attrMapKep = "kept" // N: every partition that may hold any action row is below it
+	attrMapChg = "chg"  // N: when n last changed (Unix ms)
 	// attrMapHist lists the counts applied, oldest first (at most
 	// mapHistMax): a lane listing reads the lane's partition under each.
 	attrMapHist = "hist"
-	// attrTailsClean is when the reaper first found no lane tail in any
-	// partition (Unix ms); removed when it finds one again.
-	attrTailsClean = "tcl"
-	// attrTailsShared is when an enqueue of a build with ADR 0011 first ran
-	// on a table whose tails may be in partitions (Unix ms): builds before
-	// ADR 0011 can run until oldTailGrace after it, and until then new
-	// lanes get their tail where those builds look for it (tailShared).
-	attrTailsShared = "tsh"
-	tailsOwn        = "own"
-)
-
-// tailStage is where a new lane's tail goes while a table leaves the tails
-// in partitions behind (ADR 0011, Migration). Every lane has one tail, in
-// one of two forms: in its partition (`P#<p>` / `L#<ws>#<lane>`, what
-// builds before ADR 0011 read and write) or its own item.
-type tailStage uint8
-
-const (
-	// tailsSettled: the map says tails are their own items only (or a
-	// tail was read, so nothing new is made): nothing is looked up in a
-	// partition, nothing checked.
-	tailsSettled tailStage = iota
-	// tailShared: a build before ADR 0011 may still enqueue. A new lane's
-	// tail goes in its partition under Config.Partitions, where such a build
-	// reads it and conditions its own put on it, so the two serialise; the
-	// put is made with a check that the lane has no own item (an engine
-	// already past the stage started it).
-	tailShared
-	// tailMoving: no build before ADR 0011 runs any more (oldTailGrace
-	// after the first enqueue of this build). A new lane gets its own item,
-	// with a check that the lane has no tail in its partition (an engine
-	// still in tailShared started it); lanes whose tail is in a partition
-	// keep it there until they drain.
-	tailMoving
 )
 
 // mapHistMax bounds the counts the map's history keeps.
@@ -74,13 +37,6 @@ const mapHistMax = 8
 // reads it again.
 const MapTTL = 30 * time.Second
 
-// oldTailGrace is how long the reaper keeps finding no lane tail in a
-// partition before it records that tails are their own items only: longer
-// than a function of a build before ADR 0011 (which writes tails in
-// partitions) can still run after the deploy that replaced it (Lambda's
-// 15-minute limit, plus a margin).
-const oldTailGrace = 16 * time.Minute
-
 // MaxPartitions is the most partitions a table can have: an id's partition
 // field holds 15 bits, Config.Partitions is at most this, and a partition
 // named by an id or a stream record is checked against it, whatever the
@@ -89,13 +45,11 @@ const MaxPartitions = 4096
 
 // partitionMap is the partition map row as read.
 type partitionMap struct {
-	found       bool
-	v           int64
-	ownTails    bool      // no lane tail is in a partition: never read one there
-	tailsClean  time.Time // zero: not recorded
-	tailsShared time.Time // zero: no enqueue of this build recorded yet
-	// n, dep, live, kept: 0 when absent (a table whose reaper has not
-	// applied a count yet: Config.Partitions stands for them).
+	found bool
+	v     int64
+	// n, dep, live, kept: 0 when absent (a table whose creator wrote no
+	// map, the CDK stack's, before its first engine recorded one:
+	// Config.Partitions stands for them).
 	n, dep, live, kept int
 	changed            time.Time
 	hist               []int // the counts applied, oldest first
@@ -166,14 +120,8 @@ func (e *Engine) readPartitionMap(ctx context.Context, consistent bool) (partiti
 		return partitionMap{}, nil
 	}
 	it := out.Item
-	m := partitionMap{found: true, v: getN(it, attrMapVer), ownTails: getS(it, attrTails) == tailsOwn,
+	m := partitionMap{found: true, v: getN(it, attrMapVer),
 		n: int(getN(it, attrMapN)), dep: int(getN(it, attrMapDep)), live: int(getN(it, attrMapLiv)), kept: int(getN(it, attrMapKep))}
-	if has(it, attrTailsClean) {
-		m.tailsClean = time.UnixMilli(getN(it, attrTailsClean)).UTC()
-	}
-	if has(it, attrTailsShared) {
-		m.tailsShared = time.UnixMilli(getN(it, attrTailsShared)).UTC()
-	}
 	if has(it, attrMapChg) {
 		m.changed = time.UnixMilli(getN(it, attrMapChg)).UTC()
 	}
@@ -248,15 +196,15 @@ func (e *Engine) updatePartitionMap(ctx context.Context, m partitionMap, u *mapU
 }
 
 // createPartitionMap writes the map of a table this engine just created:
-// its count, and no build before ADR 0011 ever wrote a lane tail in it.
+// its count.
 func (e *Engine) createPartitionMap(ctx context.Context) error {
 	u := setCount(partitionMap{}, &e.cfg, e.cfg.Partitions, e.clk.Now()).setTo(attrMapDep, avN(int64(e.cfg.Partitions)))
-	_, err := e.updatePartitionMap(ctx, partitionMap{}, u.setTo(attrTails, avS(tailsOwn)))
+	_, err := e.updatePartitionMap(ctx, partitionMap{}, u)
 	return err
 }
 
 // recordCount records this engine's Config.Partitions as the count of a
-// map that has none (a table older builds wrote), before the engine uses
+// map that has none (a table the CDK stack created), before the engine uses
 // the map: from then on every engine writes below the recorded watermarks,
 // whatever its own setting (another engine may record its count first:
 // then that one stands). It returns the map as it is then.
@@ -275,123 +223,6 @@ func (e *Engine) recordCount(ctx context.Context, m partitionMap) (partitionMap,
 		return m, errors.New("outbox: the partition map keeps changing")
 	}
 	return m, nil
-}
-
-// stage is where a new lane's tail goes at now (ADR 0011, Migration).
-func (m partitionMap) stage(now time.Time) tailStage {
-	switch {
-	case m.ownTails:
-		return tailsSettled
-	case m.tailsShared.IsZero() || now.Sub(m.tailsShared) < oldTailGrace:
-		return tailShared
-	}
-	return tailMoving
-}
-
-// tailStageNow reports where a new lane's tail goes now: tailsSettled once
-// the map says tails are their own items only; otherwise a lane's tail may
-// still be in a partition (ADR 0011, Migration), and a new one goes where
-// the stage says.
-func (e *Engine) tailStageNow(ctx context.Context) (tailStage, error) {
-	m, err := e.partitionMap(ctx)
-	return m.stage(e.clk.Now()), err
-}
-
-// enqueueRan records in the map, once, when an enqueue of this build first
-// ran on a table whose tails may be in partitions (attrTailsShared): the
-// enqueues of builds before ADR 0011 end within oldTailGrace of it, and
-// only then do new lanes get their own tail items. One conditional write
-// per table; refused, another engine wrote the map first.
-func (e *Engine) enqueueRan(ctx context.Context) error {
-	m, err := e.partitionMap(ctx)
-	if err != nil || m.ownTails || !m.tailsShared.IsZero() {
-		return err
-	}
-	if _, err := e.updatePartitionMap(ctx, m, newMapUpdate().setTo(attrTailsShared, avMs(e.clk.Now()))); err != nil {
-		return err
-	}
-	e.forgetPartitionMap()
-	return nil
-}
-
-// migrateTails is the reaper's step of ADR 0011's migration: once no build
-// before ADR 0011 can run (tailMoving), it looks for lane tails in
-// partitions (where those builds, and this one before then, wrote them)
-// and, once it has found none for oldTailGrace, records in the map that
-// tails are their own items only, so enqueues stop looking for them there.
-// A lane whose tail is in a partition keeps it there until the lane drains.
-func (e *Engine) migrateTails(ctx context.Context) error {
-	if m, err := e.partitionMap(ctx); err != nil || m.ownTails {
-		return err
-	}
-	m, err := e.readPartitionMap(ctx, true)
-	now := e.clk.Now()
-	if err != nil || m.stage(now) != tailMoving {
-		return err
-	}
-	for p := 0; p < e.cfg.Partitions; p++ {
-		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
-			TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :l)"),
-			ExpressionAttributeNames:  map[string]string{"#s": attrTailSeq},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":l": avS("L#")},
-			ProjectionExpression:      aws.String("sk, #s"), Limit: aws.Int32(tailsMovedPerRun), ConsistentRead: aws.Bool(true),
-		})
-		if err != nil {
-			return fmt.Errorf("error looking for lane tails in partition %d: %w", p, err)
-		}
-		if len(q.Items) > 0 {
-			for _, it := range q.Items {
-				e.moveOldTail(ctx, p, getS(it, attrSK), getN(it, attrTailSeq))
-			}
-			if m.tailsClean.IsZero() {
-				return nil
-			}
-			_, err := e.updatePartitionMap(ctx, m, newMapUpdate().drop(attrTailsClean))
-			return err
-		}
-	}
-	var u *mapUpdate
-	switch {
-	case m.tailsClean.IsZero() || now.Before(m.tailsClean) || m.tailsClean.Before(m.tailsShared.Add(oldTailGrace)):
-		// Counted only from tailMoving on: before it, new lanes still
-		// got their tails in partitions.
-		u = newMapUpdate().setTo(attrTailsClean, avMs(now))
-	case now.Sub(m.tailsClean) >= oldTailGrace:
-		u = newMapUpdate().setTo(attrTails, avS(tailsOwn))
-	default:
-		return nil
-	}
-	_, err = e.updatePartitionMap(ctx, m, u)
-	return err
-}
-
-// tailsMovedPerRun bounds the tails one reaper run moves out of a
-// partition (moveOldTail).
-const tailsMovedPerRun = 25
-
-// moveOldTail makes a lane's tail found in partition p (sk, naming seq) its
-// own item, in one transaction conditioned on both: the row still names seq
-// and the lane has no own item. Only once no build before ADR 0011 runs
-// (tailMoving): every engine then reads a lane's own item first and the row
-// in its partition only without one, and conditions its writes on the form
-// it read, so the lane has one tail all along; a lane whose tail stays in a
-// partition (stuck behind a proposal nobody admits, or left naming an ended
-// member) would otherwise hold the migration back for good. Best effort: a
-// refusal (an enqueue moved the tail, or the lane drained) leaves it to the
-// next run.
-func (e *Engine) moveOldTail(ctx context.Context, p int, sk string, seq int64) {
-	if seq == 0 || !strings.HasPrefix(sk, "L#") {
-		return
-	}
-	old := laneTail{seq: seq, p: p, old: true}
-	del := &types.Delete{TableName: e.table(), Key: key(partitionPK(p), sk),
-		ExpressionAttributeNames: map[string]string{}, ExpressionAttributeValues: map[string]types.AttributeValue{}}
-	del.ConditionExpression = aws.String(laneTailIs(old, del.ExpressionAttributeNames, del.ExpressionAttributeValues))
-	// The lane's own pk is the row's sk (laneTailPK and laneSK agree).
-	own := key(sk, skLaneTail)
-	own[attrTailSeq], own[attrTailPart] = avN(seq), avN(int64(p))
-	_ = e.transact(ctx, []types.TransactWriteItem{{Delete: del},
-		{Put: &types.Put{TableName: e.table(), Item: own, ConditionExpression: aws.String("attribute_not_exists(pk)")}}}, e.token())
 }
 
 // partitionCounts returns, from the partition map, the count for new lanes
@@ -423,9 +254,6 @@ func setCount(m partitionMap, cfg *Config, n int, now time.Time) *mapUpdate {
 		u.setTo(attrMapChg, avMs(now))
 	}
 	hist := m.hist
-	if len(hist) == 0 && m.n > 0 {
-		hist = []int{m.n} // a map written before the history
-	}
 	if len(hist) == 0 || hist[len(hist)-1] != n {
 		hist = append(append([]int(nil), hist...), n)
 		if len(hist) > mapHistMax {
@@ -482,17 +310,9 @@ type PartitionLayout struct {
 	Count int // for new lanes and keyless actions
 	Live  int // partitions below it may hold live rows
 	Kept  int // partitions below it may hold action rows
-	// Recorded: the map holds them (a reaper applied a deploy's count, or
-	// it was set); otherwise they are the engine's Config.Partitions.
+	// Recorded: the map holds them (its creator or an engine recorded a
+	// count); otherwise they are the engine's Config.Partitions.
 	Recorded bool
-	// Tails is the stage of ADR 0011's migration (lane tails leave the
-	// partitions): "" once tails are their own items only; "shared" while
-	// builds before ADR 0011 may still enqueue (new lanes start in their
-	// partition) — until SharedUntil, or, without it, until 16 minutes
-	// after this build's first enqueue; "moving" after (no build before
-	// ADR 0011 may run any more; the reaper moves what is left).
-	Tails       string
-	SharedUntil time.Time
 }
 
 // PartitionLayout returns the table's partition layout (a consistent read
@@ -502,17 +322,7 @@ func (e *Engine) PartitionLayout(ctx context.Context) (PartitionLayout, error) {
 	if err != nil {
 		return PartitionLayout{}, err
 	}
-	l := PartitionLayout{Count: m.count(&e.cfg), Live: m.liveUpTo(&e.cfg), Kept: m.keptUpTo(&e.cfg), Recorded: m.n > 0}
-	switch m.stage(e.clk.Now()) {
-	case tailShared:
-		l.Tails = "shared"
-		if !m.tailsShared.IsZero() {
-			l.SharedUntil = m.tailsShared.Add(oldTailGrace)
-		}
-	case tailMoving:
-		l.Tails = "moving"
-	}
-	return l, nil
+	return PartitionLayout{Count: m.count(&e.cfg), Live: m.liveUpTo(&e.cfg), Kept: m.keptUpTo(&e.cfg), Recorded: m.n > 0}, nil
 }
 
 // applyPartitions is the reaper's step of a deploy (ADR 0011 §2): when its
@@ -545,10 +355,7 @@ const retireGrace = 2 * MapTTL
 // changed.
 func (e *Engine) retirePartitions(ctx context.Context) error {
 	m, err := e.readPartitionMap(ctx, true)
-	if err != nil || m.n == 0 || e.clk.Now().Sub(m.changed) < retireGrace || !m.ownTails {
-		// Not while lane tails may be in partitions (ADR 0011, Migration):
-		// a lane then starts in its partition under Config.Partitions,
-		// whatever the count, so a partition above it is not out of use.
+	if err != nil || m.n == 0 || e.clk.Now().Sub(m.changed) < retireGrace {
 		return err
 	}
 	live, kept := m.liveUpTo(&e.cfg), m.keptUpTo(&e.cfg)

@@ -61,10 +61,7 @@ func (e *Engine) Reap(ctx context.Context) (*ReapResult, error) {
 		}
 		res.Gauges = append(res.Gauges, g)
 	}
-	if err := e.retirePartitions(ctx); err != nil {
-		return res, err
-	}
-	return res, e.migrateTails(ctx)
+	return res, e.retirePartitions(ctx)
 }
 
 func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (PartitionGauges, error) {

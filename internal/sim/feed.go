@@ -32,7 +32,7 @@ func (w *world) readFeed(p *proc) {
 // and the reaper find it once its lease ends.
 func (w *world) checkTracking() {
 	for _, id := range sortedKeys(w.outOfDue) {
-		part, seq, _ := outbox.ParseActionID(id)
+		part, seq := parseRowKey(id)
 		if !w.inflight[part][seq] {
 			w.violate("tracking", []string{id}, "%s is EXECUTING, not in the due index and not in partition %d's in-flight map", id, part)
 			return
@@ -324,12 +324,12 @@ func (w *world) markGone(r *row, why string) {
 	}
 }
 
-// onlyLinks reports whether a write changed nothing but a row's lane links
-// (prev, nxt).
+// onlyLinks reports whether a write changed nothing but a row's lane link
+// (prev).
 func onlyLinks(old, nw ddblocal.Item) bool {
 	changed := false
 	for k, v := range nw {
-		if k == "prev" || k == "nxt" {
+		if k == "prev" {
 			changed = changed || !reflect.DeepEqual(old[k], v)
 			continue
 		}
@@ -339,7 +339,7 @@ func onlyLinks(old, nw ddblocal.Item) bool {
 	}
 	for k := range old {
 		if _, ok := nw[k]; !ok {
-			if k != "prev" && k != "nxt" {
+			if k != "prev" {
 				return false
 			}
 			changed = true

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -89,4 +90,12 @@ func keyID(a *outbox.Action) string { return rowKey(a.Partition, a.Seq) }
 // rowKey labels the action row of (partition, seq): "<partition>-<seq>".
 func rowKey(partition int, seq int64) string {
 	return strconv.Itoa(partition) + "-" + strconv.FormatInt(seq, 10)
+}
+
+// parseRowKey is rowKey's inverse.
+func parseRowKey(k string) (partition int, seq int64) {
+	ps, ss, _ := strings.Cut(k, "-")
+	partition, _ = strconv.Atoi(ps)
+	seq, _ = strconv.ParseInt(ss, 10, 64)
+	return partition, seq
 }

@@ -21,7 +21,7 @@ type endCounter struct {
 func (c *endCounter) ActionEnded(a *outbox.Action, _ outbox.Outcome, _ outbox.StopReason) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ended[outbox.LegacyActionID(a.Partition, a.Seq)]++
+	c.ended[rowKey(a.Partition, a.Seq)]++
 }
 
 func (c *endCounter) isEnded(id string) bool {
@@ -62,7 +62,7 @@ var _ = register("ConcurrentEnqueueAndDrainers", func(ctx context.Context, t *te
 		if other, ok := busy[lane]; ok && other != a.ID {
 			violations = append(violations, fmt.Sprintf("lane %s: %s runs while %s does", lane, a.ID, other))
 		}
-		if a.PrevSeq != 0 && !obs.isEnded(outbox.LegacyActionID(a.Partition, a.PrevSeq)) {
+		if a.PrevSeq != 0 && !obs.isEnded(rowKey(a.Partition, a.PrevSeq)) {
 			violations = append(violations, fmt.Sprintf("lane %s: %s runs before its predecessor ended", lane, a.ID))
 		}
 		busy[lane] = a.ID
@@ -157,7 +157,7 @@ var _ = register("ConcurrentEnqueueAndDrainers", func(ctx context.Context, t *te
 	for _, a := range all {
 		got := tb.get(t, a.ID)
 		require.True(t, got.State.Ended(), "%s is %s", a.ID, got.State)
-		require.Equal(t, 1, obs.ended[outbox.LegacyActionID(a.Partition, a.Seq)], "%s ended exactly once", a.ID)
+		require.Equal(t, 1, obs.ended[rowKey(a.Partition, a.Seq)], "%s ended exactly once", a.ID)
 		if amo[a.ID] {
 			require.LessOrEqual(t, tb.rec.Execs(a.ID), 1, "at most once")
 		}

@@ -30,13 +30,6 @@ func (tb *bundle) tailRow(t *testing.T, ws, lane string) map[string]types.Attrib
 	return tb.rawGet(t, avKey("L#"+ws+"#"+lane, "L"))
 }
 
-// oldTailRow reads a lane's tail as builds before ADR 0011 wrote it: a row
-// of partition p.
-func (tb *bundle) oldTailRow(t *testing.T, p int, ws, lane string) map[string]types.AttributeValue {
-	t.Helper()
-	return tb.rawGet(t, avKey("P#"+strconv.Itoa(p), "L#"+ws+"#"+lane))
-}
-
 func (tb *bundle) rawGet(t *testing.T, k map[string]types.AttributeValue) map[string]types.AttributeValue {
 	t.Helper()
 	out, err := tb.b.DB.GetItem(tb.ctx, &dynamodb.GetItemInput{TableName: aws.String(tb.b.Table), Key: k, ConsistentRead: aws.Bool(true)})
@@ -45,23 +38,6 @@ func (tb *bundle) rawGet(t *testing.T, k map[string]types.AttributeValue) map[st
 		return nil
 	}
 	return out.Item
-}
-
-func (tb *bundle) rawDelete(t *testing.T, k map[string]types.AttributeValue) {
-	t.Helper()
-	_, err := tb.b.DB.DeleteItem(tb.ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tb.b.Table), Key: k})
-	require.NoError(t, err)
-}
-
-// oldTail moves the tail of a's lane to where builds before ADR 0011 wrote
-// it: a row of a's partition, naming a.
-func (tb *bundle) oldTail(t *testing.T, a outbox.Action) {
-	t.Helper()
-	tb.rawDelete(t, avKey("L#"+a.WorkspaceID+"#"+a.LaneKey, "L"))
-	old := avKey("P#"+strconv.Itoa(a.Partition), "L#"+a.WorkspaceID+"#"+a.LaneKey)
-	old["seq"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(a.Seq, 10)}
-	_, err := tb.b.DB.PutItem(tb.ctx, &dynamodb.PutItemInput{TableName: aws.String(tb.b.Table), Item: old})
-	require.NoError(t, err)
 }
 
 // partitionMap reads the partition map row (nil when none).
@@ -86,7 +62,7 @@ var _ = register("LaneTailIsItsOwnItem", func(ctx context.Context, t *testing.T,
 	require.NotNil(t, tail, "the tail is the lane's own item")
 	require.Equal(t, a.Seq, nAttr(t, tail, "seq"))
 	require.Equal(t, int64(a.Partition), nAttr(t, tail, "p"))
-	require.Nil(t, tb.oldTailRow(t, a.Partition, "ws", "L"), "no tail in the partition")
+	require.Nil(t, tb.rawGet(t, avKey("P#"+strconv.Itoa(a.Partition), "L#ws#L")), "no tail in the partition")
 
 	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
 	require.Equal(t, a.Partition, b.Partition)
@@ -101,168 +77,25 @@ var _ = register("LaneTailIsItsOwnItem", func(ctx context.Context, t *testing.T,
 	require.Nil(t, tb.tailRow(t, "ws", "L"), "the end of the lane's last member deleted it")
 })
 
-var _ = register("OldLaneTailIsFollowedUntilItsLaneDrains", func(ctx context.Context, t *testing.T, nb NewBackend) {
-	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
-	// A table an older build wrote: no partition map, and a lane whose
-	// tail is in the lane's partition.
-	tb.rawDelete(t, avKey("M#partitions", "M"))
-	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	tb.oldTail(t, a)
-
-	// The lane goes on behind it, and the old tail follows.
-	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	require.Equal(t, a.Partition, b.Partition)
-	require.Equal(t, a.Seq, b.PrevSeq, "the new member waits for the one the old tail names")
-	require.Equal(t, b.Seq, nAttr(t, tb.oldTailRow(t, a.Partition, "ws", "L"), "seq"))
-	require.Nil(t, tb.tailRow(t, "ws", "L"), "no second tail")
-
-	// The end of the lane's last member deletes the old tail. While a
-	// build before ADR 0011 may still enqueue (oldTailGrace after this
-	// build's first enqueue), the lane starts again with its tail in the
-	// partition, where such a build looks for it and conditions its put on
-	// it; after, with its own item.
-	tb.drain(t)
-	require.Equal(t, outbox.StateDONE, tb.get(t, b.ID).State)
-	require.Nil(t, tb.oldTailRow(t, a.Partition, "ws", "L"))
-	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	require.Zero(t, c.PrevSeq)
-	require.Equal(t, a.Partition, c.Partition)
-	require.Equal(t, c.Seq, nAttr(t, tb.oldTailRow(t, a.Partition, "ws", "L"), "seq"), "where an older build looks")
-	require.Nil(t, tb.tailRow(t, "ws", "L"))
-	tb.drain(t)
-	require.Nil(t, tb.oldTailRow(t, a.Partition, "ws", "L"))
-	tb.b.Clock.Advance(16 * time.Minute)
-	d := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	require.Zero(t, d.PrevSeq)
-	require.Equal(t, d.Seq, nAttr(t, tb.tailRow(t, "ws", "L"), "seq"))
-	require.Nil(t, tb.oldTailRow(t, a.Partition, "ws", "L"))
-})
-
 // transact runs items as one transaction (library mode's caller).
 func (tb *bundle) transact(items []types.TransactWriteItem) error {
 	_, err := tb.b.DB.TransactWriteItems(tb.ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	return err
 }
 
-func (tb *bundle) rawPut(t *testing.T, it map[string]types.AttributeValue) {
-	t.Helper()
-	_, err := tb.b.DB.PutItem(tb.ctx, &dynamodb.PutItemInput{TableName: aws.String(tb.b.Table), Item: it})
-	require.NoError(t, err)
-}
-
-func avNum(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-var _ = register("UpgradeLaneStartChecksTheOtherTailForm", func(ctx context.Context, t *testing.T, nb NewBackend) {
+var _ = register("LaneStartWritesTheActionAndItsTail", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
-	tb.rawDelete(t, avKey("M#partitions", "M")) // a table an older build wrote
-	p := outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", LaneKey: "L", Payload: Payload(Script{})}
-	part := outbox.LanePartition("ws", "L", 4)
-
-	// While builds before ADR 0011 may enqueue, a new lane's tail goes in
-	// its partition, with a check that the lane has no own tail item.
+	require.NotNil(t, tb.partitionMap(t), "the engine that created the table wrote its partition map")
+	// A lane's start is the action's put and the tail's, nothing else; so
+	// is a member joining it.
+	p := outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", LaneKey: "M", Payload: Payload(Script{})}
 	pe, err := tb.e.EnqueueItems(ctx, p)
 	require.NoError(t, err)
-	require.Len(t, pe.Items, 3, "action, tail in the partition, check of the own item")
-	require.NotNil(t, tb.partitionMap(t)["tsh"], "the map records this build's first enqueue")
-	own := avKey("L#ws#L", "L")
-	own["seq"], own["p"] = avNum(999), avNum(int64(part))
-	tb.rawPut(t, own) // an engine past the stage started the lane meanwhile
-	require.Error(t, tb.transact(pe.Items), "one tail per lane")
-	tb.rawDelete(t, avKey("L#ws#L", "L"))
+	require.Len(t, pe.Items, 2)
 	require.NoError(t, tb.transact(pe.Items))
-	require.Equal(t, pe.Action.Seq, nAttr(t, tb.oldTailRow(t, part, "ws", "L"), "seq"))
-	require.NoError(t, tb.settled().Drain(ctx))
-	require.Nil(t, tb.oldTailRow(t, part, "ws", "L"), "the lane drained")
-
-	// oldTailGrace (16 min) after that first enqueue no build before ADR
-	// 0011 runs: a new lane gets its own item, with a check that the lane
-	// has no tail in its partition (an engine still in the earlier stage).
-	tb.b.Clock.Advance(16 * time.Minute)
-	pe, err = tb.e.EnqueueItems(ctx, p)
-	require.NoError(t, err)
-	require.Len(t, pe.Items, 3, "action, own tail, check of the partition's")
-	old := avKey("P#"+strconv.Itoa(part), "L#ws#L")
-	old["seq"] = avNum(998)
-	tb.rawPut(t, old)
-	require.Error(t, tb.transact(pe.Items), "one tail per lane")
-	tb.rawDelete(t, avKey("P#"+strconv.Itoa(part), "L#ws#L"))
-	require.NoError(t, tb.transact(pe.Items))
-	tail := tb.tailRow(t, "ws", "L")
-	require.Equal(t, pe.Action.Seq, nAttr(t, tail, "seq"))
-	require.Equal(t, int64(part), nAttr(t, tail, "p"))
-	// A member joining a lane writes no check.
 	pe, err = tb.e.EnqueueItems(ctx, p)
 	require.NoError(t, err)
 	require.Len(t, pe.Items, 2)
-})
-
-var _ = register("NewTableHasNoLaneTailInAPartition", func(ctx context.Context, t *testing.T, nb NewBackend) {
-	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
-	m := tb.partitionMap(t)
-	require.NotNil(t, m, "the engine that created the table wrote its partition map")
-	require.Equal(t, &types.AttributeValueMemberS{Value: "own"}, m["tails"])
-	// So a lane without its own tail item has none: nothing is looked up
-	// in the partition (a row planted there is not a tail).
-	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	tb.oldTail(t, a)
-	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	require.Zero(t, b.PrevSeq)
-	// And a lane's start carries no check of another tail form: the
-	// action's put and the tail's.
-	pe, err := tb.e.EnqueueItems(ctx, outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", LaneKey: "M", Payload: Payload(Script{})})
-	require.NoError(t, err)
-	require.Len(t, pe.Items, 2)
-	require.Nil(t, tb.partitionMap(t)["tsh"])
-})
-
-var _ = register("ReaperRecordsThatLaneTailsLeftThePartitions", func(ctx context.Context, t *testing.T, nb NewBackend) {
-	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
-	tb.rawDelete(t, avKey("M#partitions", "M"))
-	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	require.Equal(t, a.Seq, nAttr(t, tb.oldTailRow(t, a.Partition, "ws", "L"), "seq"), "started where an older build looks")
-	reap := func() {
-		t.Helper()
-		_, err := tb.settled().Reap(ctx)
-		require.NoError(t, err)
-	}
-	// A tail in a partition: nothing recorded.
-	reap()
-	require.Nil(t, tb.partitionMap(t)["tcl"])
-	// The lane drained; but until oldTailGrace after this build's first
-	// enqueue new lanes still start in partitions: nothing is counted.
-	tb.drain(t)
-	require.Nil(t, tb.oldTailRow(t, a.Partition, "ws", "L"))
-	reap()
-	require.Nil(t, tb.partitionMap(t)["tcl"])
-	tb.b.Clock.Advance(16 * time.Minute)
-	// Then the reaper records when it first found none, and after
-	// oldTailGrace (16 min) of finding none, that tails are own.
-	reap()
-	clean := tb.partitionMap(t)["tcl"]
-	require.NotNil(t, clean)
-	tb.b.Clock.Advance(15 * time.Minute)
-	reap()
-	require.Nil(t, tb.partitionMap(t)["tails"])
-	require.Equal(t, clean, tb.partitionMap(t)["tcl"])
-	// An older build, still running, writes a tail in a partition again:
-	// the count starts over.
-	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	tb.oldTail(t, b)
-	reap()
-	require.Nil(t, tb.partitionMap(t)["tcl"])
-	tb.drain(t)
-	reap()
-	tb.b.Clock.Advance(16 * time.Minute)
-	reap()
-	require.Equal(t, &types.AttributeValueMemberS{Value: "own"}, tb.partitionMap(t)["tails"])
-	// Engines that read the map since no longer look in partitions.
-	tb.b.Clock.Advance(time.Minute)
-	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	tb.oldTail(t, c)
-	d := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	require.Zero(t, d.PrevSeq)
 })
 
 // laneMoving finds a lane key whose partition differs under the counts
@@ -429,66 +262,6 @@ var _ = register("ReaperAppliesTheDeployedCount", func(ctx context.Context, t *t
 	_, err = tb.e.Reap(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 6, tb.layout(t).Count)
-})
-
-var _ = register("ReaperMovesALiveOldTailOnceOlderBuildsAreGone", func(ctx context.Context, t *testing.T, nb NewBackend) {
-	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
-	tb.rawDelete(t, avKey("M#partitions", "M"))
-	// A lane an older build started, held by a proposal nobody admits.
-	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L", Propose: true})
-	tb.oldTail(t, a)
-	reap := func() {
-		t.Helper()
-		_, err := tb.settled().Reap(ctx)
-		require.NoError(t, err)
-	}
-	reap()
-	require.Equal(t, a.Seq, nAttr(t, tb.oldTailRow(t, a.Partition, "ws", "L"), "seq"), "left alone while older builds may run")
-	// Once none can (oldTailGrace after this build's first enqueue), the
-	// reaper makes it the lane's own item, so the migration can end.
-	tb.b.Clock.Advance(16 * time.Minute)
-	reap()
-	require.Nil(t, tb.oldTailRow(t, a.Partition, "ws", "L"))
-	tail := tb.tailRow(t, "ws", "L")
-	require.Equal(t, a.Seq, nAttr(t, tail, "seq"))
-	require.Equal(t, int64(a.Partition), nAttr(t, tail, "p"))
-	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"})
-	require.Equal(t, a.Seq, b.PrevSeq, "the lane goes on behind its proposal")
-	require.Equal(t, a.Partition, b.Partition)
-	reap()
-	tb.b.Clock.Advance(16 * time.Minute)
-	reap()
-	require.Equal(t, &types.AttributeValueMemberS{Value: "own"}, tb.partitionMap(t)["tails"])
-	_, err := tb.e.Admit(ctx, a.ID)
-	require.NoError(t, err)
-	require.NoError(t, tb.settled().Drain(ctx))
-	require.Equal(t, outbox.StateDONE, tb.get(t, b.ID).State)
-	require.Less(t, indexOf(tb.rec.Order(), "exec:"+a.ID), indexOf(tb.rec.Order(), "exec:"+b.ID), "in lane order")
-})
-
-var _ = register("NoPartitionRetiresWhileLaneTailsMayBeInPartitions", func(ctx context.Context, t *testing.T, nb NewBackend) {
-	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
-	tb.rawDelete(t, avKey("M#partitions", "M")) // a table an older build wrote
-	tb.enqueue(t, outbox.EnqueueParams{})
-	require.NoError(t, tb.settled().Drain(ctx))
-	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
-	tb.b.Clock.Advance(2 * outbox.MapTTL)
-	for range 3 {
-		_, err := tb.settled().Reap(ctx)
-		require.NoError(t, err)
-	}
-	require.Equal(t, 4, tb.layout(t).Live, "partitions 2 and 3 are empty, but lanes still start where older builds look")
-	require.Equal(t, "shared", tb.layout(t).Tails)
-	lane := ""
-	for i := 0; lane == ""; i++ {
-		if l := "lane-" + strconv.Itoa(i); outbox.LanePartition("ws", l, 4) == 3 {
-			lane = l
-		}
-	}
-	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
-	require.Equal(t, 3, a.Partition, "where a build before ADR 0011 looks for the lane")
-	require.NoError(t, tb.settled().Drain(ctx))
-	require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
 })
 
 var _ = register("LaneListingFindsMembersUnderAnEarlierCount", func(ctx context.Context, t *testing.T, nb NewBackend) {

@@ -80,7 +80,7 @@ func (tb *bundle) journaled(t *testing.T) []string {
 		p, err := strconv.Atoi(strings.TrimPrefix(j.pk, "P#"))
 		require.NoError(t, err)
 		for _, s := range j.seqs {
-			k := outbox.LegacyActionID(p, s)
+			k := rowKey(p, s)
 			tb.keysMu.Lock()
 			if id, ok := tb.byKey[k]; ok {
 				k = id

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -154,29 +153,4 @@ var _ = register("LaneEndOnAStaleTailNamingItLeavesTheNewerTail", func(ctx conte
 	require.Equal(t, b.Seq, c.PrevSeq, "the lane goes on behind b")
 	res, _, _ = tb.claim(t, 0, 10)
 	require.Equal(t, [][]string{{b.ID, c.ID}}, ids(res))
-})
-
-var _ = register("LaneTailsAreReadConsistentlyDuringTheUpgradeStages", func(ctx context.Context, t *testing.T, nb NewBackend) {
-	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
-	tb.rawDelete(t, avKey("M#partitions", "M")) // a table an older build wrote
-	e, db := tb.staleTails(t)
-	db.serve(nil) // any eventually consistent tail read would miss
-	enq := func() outbox.Action {
-		t.Helper()
-		r, err := e.Enqueue(ctx, outbox.EnqueueParams{Kind: KindIdem, WorkspaceID: "ws", LaneKey: "L", Payload: Payload(Script{})})
-		require.NoError(t, err)
-		return r.Action
-	}
-	// Shared stage: a stale miss would start a second tail in the
-	// partition's form; every tail read is consistent.
-	a := enq()
-	b := enq()
-	require.Equal(t, a.Seq, b.PrevSeq)
-	// Moving stage (oldTailGrace after this build's first enqueue).
-	tb.b.Clock.Advance(16 * time.Minute)
-	c := enq()
-	require.Equal(t, b.Seq, c.PrevSeq)
-	ev, cons, _ := db.counts()
-	require.Zero(t, ev, "no eventually consistent tail read before the map says tails = own")
-	require.Positive(t, cons)
 })

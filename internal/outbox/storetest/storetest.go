@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -87,7 +88,7 @@ func (tb *bundle) enqueue(t *testing.T, p outbox.EnqueueParams) outbox.Action {
 	require.NoError(t, err)
 	tb.b.Clock.Advance(time.Millisecond) // distinct due times
 	tb.keysMu.Lock()
-	tb.byKey[outbox.LegacyActionID(r.Action.Partition, r.Action.Seq)] = r.Action.ID
+	tb.byKey[rowKey(r.Action.Partition, r.Action.Seq)] = r.Action.ID
 	tb.keysMu.Unlock()
 	return r.Action
 }
@@ -159,4 +160,10 @@ var cases []testCase
 func register(name string, run func(ctx context.Context, t *testing.T, nb NewBackend)) bool {
 	cases = append(cases, testCase{name, run})
 	return true
+}
+
+// rowKey names an action row by its key: "<partition>-<seq>" (the suite's
+// own label, not an action id).
+func rowKey(partition int, seq int64) string {
+	return strconv.Itoa(partition) + "-" + strconv.FormatInt(seq, 10)
 }
