@@ -18,6 +18,13 @@ func TestPropsFollowTheEngine(t *testing.T) {
 	p := Props{AssetDir: testAssetDir}.WithDefaults()
 	want := outbox.Config{Table: DefaultTableName}.WithDefaults()
 	require.Equal(t, want, p.engineConfig())
+	// One bound on the partition count everywhere (issue 28, item 5).
+	q := p
+	q.Partitions = outbox.MaxPartitionCount
+	require.NoError(t, q.Validate())
+	q.Partitions++
+	require.ErrorContains(t, q.Validate(), "Partitions (1025) must be between 1 and 1024")
+	require.Error(t, q.engineConfig().Validate(), "the engine refuses it too")
 
 	for _, c := range []struct{ lease, margin, skew time.Duration }{
 		{5 * time.Minute, time.Minute, 5 * time.Second},

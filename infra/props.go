@@ -196,8 +196,9 @@ const (
 	DefaultAPIThrottleBurst = 100
 	DefaultStreamBatchSize  = 100
 	DefaultStreamWindow     = time.Second
-	// MaxPartitions is the functions' own bound on FERRY_PARTITIONS.
-	MaxPartitions = 1024
+	// MaxPartitions is the engine's bound on a table's partition count
+	// (the functions' FERRY_PARTITIONS, ferry partitions --set).
+	MaxPartitions = outbox.MaxPartitionCount
 	// maxLambdaTimeout is Lambda's limit.
 	maxLambdaTimeout = 15 * time.Minute
 	// apiIntegrationTimeout is API Gateway HTTP API's integration limit.

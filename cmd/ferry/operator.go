@@ -92,7 +92,7 @@ func newOperatorCommands(o *operatorFlags) []*cobra.Command {
 }
 
 func newPartitionsCommand(o *operatorFlags) *cobra.Command {
-	var set int
+	var set string
 	cmd := &cobra.Command{
 		Use:   "partitions",
 		Short: "Show the table's partition map; --set N changes the partition count live",
@@ -105,15 +105,38 @@ reaper retires emptied partitions above the count. It stands until a
 deploy of another partitions setting.`,
 		Args: args(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			n := 0
+			if cmd.Flags().Changed("set") {
+				var err error
+				if n, err = parsePartitionCount(set); err != nil {
+					return &operator.Error{Code: operator.ExitUsage, Err: err}
+				}
+			}
 			s, err := o.session(cmd)
 			if err != nil {
 				return err
 			}
-			return s.Partitions(cmd.Context(), set)
+			return s.Partitions(cmd.Context(), n)
 		},
 	}
-	cmd.Flags().IntVar(&set, "set", 0, "make this the partition count (1 to 4096)")
+	cmd.Flags().StringVar(&set, "set", "", fmt.Sprintf("make this the partition count (1 to %d, decimal)", outbox.MaxPartitionCount))
 	return cmd
+}
+
+// parsePartitionCount reads --set strictly: decimal digits only (no sign,
+// no 0x, 0o or 0b prefix, no underscores), from 1 to the engine's bound.
+func parsePartitionCount(v string) (int, error) {
+	if v == "" || strings.Trim(v, "0123456789") != "" {
+		return 0, fmt.Errorf("--set %q: want a partition count, a decimal number from 1 to %d", v, outbox.MaxPartitionCount)
+	}
+	n, err := strconv.Atoi(v) // digits only: an error is an overflow
+	switch {
+	case err == nil && n == 0:
+		return 0, fmt.Errorf("--set %s: a table needs at least one partition; want 1 to %d (without --set, ferry partitions only shows the map)", v, outbox.MaxPartitionCount)
+	case err != nil || n > outbox.MaxPartitionCount:
+		return 0, fmt.Errorf("--set %s: at most %d partitions (every sweep of the drainer and every reaper run visits each one)", v, outbox.MaxPartitionCount)
+	}
+	return n, nil
 }
 
 func newStatusCommand(o *operatorFlags) *cobra.Command {

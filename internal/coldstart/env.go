@@ -36,8 +36,9 @@ const (
 	DefaultWorkspaceClaim = "ferry_workspaces"
 	// DefaultMaxBody is the largest request body the HTTP API reads (bytes).
 	DefaultMaxBody = 256 * 1024
-	// MaxPartitions bounds FERRY_PARTITIONS: a sweep visits every partition.
-	MaxPartitions = 1024
+	// MaxPartitions bounds FERRY_PARTITIONS: the engine's own bound on a
+	// table's count (a sweep visits every partition).
+	MaxPartitions = outbox.MaxPartitionCount
 )
 
 // Config is the configuration every function shares. Its fields mirror the

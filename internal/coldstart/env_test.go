@@ -2,6 +2,7 @@ package coldstart
 
 import (
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
@@ -123,6 +124,12 @@ func TestLoadFollowsTheEngine(t *testing.T) {
 	c, err := Load(env(map[string]string{EnvTable: "t"}))
 	require.NoError(t, err)
 	require.Equal(t, outbox.Config{Table: "t"}.WithDefaults(), c.Outbox().WithDefaults())
+	// One bound on the partition count everywhere (issue 28, item 5).
+	_, err = Load(env(map[string]string{EnvTable: "t", EnvPartitions: strconv.Itoa(outbox.MaxPartitionCount)}))
+	require.NoError(t, err)
+	_, err = Load(env(map[string]string{EnvTable: "t", EnvPartitions: strconv.Itoa(outbox.MaxPartitionCount + 1)}))
+	require.ErrorContains(t, err, EnvPartitions)
+	require.Error(t, outbox.Config{Table: "t", Partitions: outbox.MaxPartitionCount + 1}.WithDefaults().Validate(), "the engine refuses it too")
 
 	for _, lm := range [][2]string{{"5m", "60s"}, {"1m", "1m"}, {"30s", "1m"}, {"5m", "5s"}, {"5m", "4s"}} {
 		lease, _ := time.ParseDuration(lm[0])

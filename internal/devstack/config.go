@@ -180,8 +180,8 @@ func (c Config) WithDefaults() Config {
 // settings are checked by the engine's own rules (outbox.Config.Validate).
 func (c Config) Validate() error {
 	switch {
-	case c.Partitions < 1 || c.Partitions > 1024:
-		return fmt.Errorf("--partitions must be between 1 and 1024, got %d", c.Partitions)
+	case c.Partitions < 1 || c.Partitions > outbox.MaxPartitionCount:
+		return fmt.Errorf("--partitions must be between 1 and %d, got %d", outbox.MaxPartitionCount, c.Partitions)
 	case c.Lease <= 0:
 		return fmt.Errorf("--lease must be positive")
 	case c.WriteMargin <= 0:

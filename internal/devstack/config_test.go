@@ -22,6 +22,13 @@ func TestConfigFollowsTheEngine(t *testing.T) {
 	require.Equal(t, engine.RetryBase, c.RetryBase)
 	require.Equal(t, outbox.DefaultTable, c.Table)
 	require.NoError(t, c.Validate())
+	// One bound on the partition count everywhere (issue 28, item 5).
+	c.Partitions = outbox.MaxPartitionCount
+	require.NoError(t, c.Validate())
+	c.Partitions++
+	require.ErrorContains(t, c.Validate(), "--partitions must be between 1 and 1024")
+	require.Error(t, c.outbox().WithDefaults().Validate(), "the engine refuses it too")
+	c.Partitions = 4
 
 	for _, lm := range [][2]time.Duration{{time.Minute, time.Minute}, {30 * time.Second, time.Minute}, {5 * time.Minute, 5 * time.Second}, {5 * time.Minute, 6 * time.Second}} {
 		d := c

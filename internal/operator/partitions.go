@@ -14,8 +14,8 @@ import (
 // within 30 seconds (until a deploy of another `partitions`).
 func (s *Session) Partitions(ctx context.Context, set int) error {
 	if set != 0 {
-		if set < 1 || set > outbox.MaxPartitions {
-			return fail(ExitUsage, "--set %d: want 1 to %d", set, outbox.MaxPartitions)
+		if set < 1 || set > outbox.MaxPartitionCount {
+			return fail(ExitUsage, "--set %d: want 1 to %d", set, outbox.MaxPartitionCount)
 		}
 		before, err := s.Engine.PartitionLayout(ctx)
 		if err != nil {

@@ -56,6 +56,14 @@ const (
 	DefaultMaxDeferTime = 24 * time.Hour
 	DefaultTable        = "ferry"
 
+	// MaxPartitionCount is the most partitions a table's count may be
+	// (Config.Partitions, FERRY_PARTITIONS, ferry dev's --partitions, the
+	// stack's Partitions, ferry partitions --set): every sweep of the
+	// drainer and every reaper run visits each live partition, about three
+	// DynamoDB calls each even when it is idle (design.md §3.12). Ids can
+	// name partitions up to MaxPartitions.
+	MaxPartitionCount = 1024
+
 	// MaxTransactItems is DynamoDB's limit of items in one transaction.
 	MaxTransactItems = 100
 	// MaxBatchEnqueue is the most actions one EnqueueBatch takes.
@@ -136,8 +144,8 @@ func (c Config) validateShape() error {
 	switch {
 	case c.Table == "":
 		return fieldRefused("Table", "Table is required (the table's name)")
-	case c.Partitions < 1 || c.Partitions > MaxPartitions:
-		return fieldRefused("Partitions", "Partitions must be between 1 and %d, got %d", MaxPartitions, c.Partitions)
+	case c.Partitions < 1 || c.Partitions > MaxPartitionCount:
+		return fieldRefused("Partitions", "Partitions must be between 1 and %d, got %d", MaxPartitionCount, c.Partitions)
 	}
 	return nil
 }
