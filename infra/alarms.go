@@ -28,10 +28,16 @@ const (
 	MetricClaimConflicts = "ClaimConflicts" // Count [Stack]
 	MetricShortBatches   = "ShortBatches"   // Count [Stack]
 	MetricFenceRefusals  = "FenceRefusals"  // Count [Stack, Kind]
-	MetricBacklogDepth   = "BacklogDepth"   // Count [Stack] (total) and [Stack, Partition]
-	MetricClaimedDepth   = "ClaimedDepth"   // Count [Stack] (total) and [Stack, Partition]
-	MetricStuckLaneHeads = "StuckLaneHeads" // Count [Stack] (total) and [Stack, Partition]
-	MetricOldestDueAge   = "OldestDueAge"   // Seconds [Stack] (oldest) and [Stack, Partition]
+	// The reaper's backlog gauges (design.md §8): BacklogDepth and
+	// OldestDueAge count what the drainer could claim now; BlockedDepth
+	// and OldestBlockedAge the due actions waiting behind an earlier live
+	// member of their lane; StuckLaneHeads the lanes due past StuckAfter.
+	MetricBacklogDepth     = "BacklogDepth"     // Count [Stack] (total) and [Stack, Partition]
+	MetricBlockedDepth     = "BlockedDepth"     // Count [Stack] (total) and [Stack, Partition]
+	MetricClaimedDepth     = "ClaimedDepth"     // Count [Stack] (total) and [Stack, Partition]
+	MetricStuckLaneHeads   = "StuckLaneHeads"   // Count [Stack] (total) and [Stack, Partition]
+	MetricOldestDueAge     = "OldestDueAge"     // Seconds [Stack] (oldest) and [Stack, Partition]
+	MetricOldestBlockedAge = "OldestBlockedAge" // Seconds [Stack] (oldest) and [Stack, Partition]
 	// The sesevents function's (internal/handlers): SES events recorded as
 	// delivery evidence, dropped, and UNCERTAIN emails they confirmed.
 	MetricDeliveryEvents        = "DeliveryEvents"        // Count [Stack, Status]
@@ -149,7 +155,7 @@ func (s *Stack) newAlarms() {
 	specs := []alarmSpec{
 		{
 			id:          "OldestDueAge",
-			description: fmt.Sprintf("The oldest due action has waited more than %s: the drainer is not keeping up or not running.", fmtDur(a.OldestDueAge)),
+			description: fmt.Sprintf("The oldest action the drainer could claim has waited more than %s: the drainer is not keeping up or not running. (Actions waiting behind their lane's head are not counted: see StuckLaneHeads.)", fmtDur(a.OldestDueAge)),
 			metric:      s.ferryMetric(MetricOldestDueAge, "Maximum", alarmPeriod),
 			threshold:   a.OldestDueAge.Seconds(), periods: 1,
 			op: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, missing: notBreaching,
@@ -179,7 +185,7 @@ func (s *Stack) newAlarms() {
 		},
 		{
 			id:          "StuckLaneHeads",
-			description: "Lane heads have been stuck for 15 minutes: the actions behind them cannot start.",
+			description: "Lanes have been stuck for 15 minutes: a lane's oldest due member (its head, or one waiting behind a head that retries, defers, runs or is a proposal) has waited longer than that; the actions behind the head cannot start.",
 			metric:      s.ferryMetric(MetricStuckLaneHeads, "Maximum", alarmPeriod),
 			threshold:   float64(a.StuckLaneHeads), periods: 3, op: gte, missing: notBreaching,
 		},

@@ -63,9 +63,9 @@ func (s *Stack) newDashboard() {
 				Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(24), Height: jsii.Number(4),
 			})},
 			{
-				graph("Backlog: due and claimed actions",
-					[]awscloudwatch.IMetric{gauge(MetricBacklogDepth), gauge(MetricClaimedDepth), gauge(MetricStuckLaneHeads)}, nil),
-				graph("Backlog: oldest due age (s)", []awscloudwatch.IMetric{gauge(MetricOldestDueAge)}, nil),
+				graph("Backlog: due, blocked and claimed actions",
+					[]awscloudwatch.IMetric{gauge(MetricBacklogDepth), gauge(MetricBlockedDepth), gauge(MetricClaimedDepth), gauge(MetricStuckLaneHeads)}, nil),
+				graph("Backlog: oldest due and blocked age (s)", []awscloudwatch.IMetric{gauge(MetricOldestDueAge), gauge(MetricOldestBlockedAge)}, nil),
 			},
 			{
 				graph("Throughput: ended actions by outcome", []awscloudwatch.IMetric{query("ended", endedQuery(stack, ""))}, nil),

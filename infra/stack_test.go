@@ -619,6 +619,10 @@ func TestAlarms(t *testing.T) {
 		require.Equal(t, stackDim, s.props(t, s.stack.LogicalID(s.stack.Alarms[id]))["Dimensions"], "%s: this stack's metric only", id)
 	}
 	require.Equal(t, "breaching", s.props(t, s.stack.LogicalID(s.stack.Alarms["GaugesMissing"]))["TreatMissingData"])
+	// OldestDueAge reads the claimable backlog only; a lane held by its
+	// head is StuckLaneHeads' (issue 28, item 8).
+	require.Contains(t, oldest["AlarmDescription"], "Actions waiting behind their lane's head are not counted")
+	require.Contains(t, s.props(t, s.stack.LogicalID(s.stack.Alarms["StuckLaneHeads"]))["AlarmDescription"], "waiting behind a head")
 
 	query := func(id string) string {
 		m := s.props(t, s.stack.LogicalID(s.stack.Alarms[id]))["Metrics"].([]any)
@@ -677,12 +681,16 @@ func TestDashboard(t *testing.T) {
 	require.Len(t, dashboards, 1)
 	for _, d := range dashboards {
 		body := render(d["Properties"].(map[string]any)["DashboardBody"])
-		for _, title := range []string{"Alarms", "Backlog: due and claimed actions", "Backlog: oldest due age (s)",
+		for _, title := range []string{"Alarms", "Backlog: due, blocked and claimed actions", "Backlog: oldest due and blocked age (s)",
 			"Throughput: ended actions by outcome", "Latency: function duration p99 (ms)", "Latency: API p50 and p99 (ms)",
 			"Errors: functions", "Errors: DynamoDB throttled requests"} {
 			require.Contains(t, body, `"title":"`+title+`"`)
 		}
 		require.Contains(t, body, `WHERE Stack = 'Ferry' GROUP BY Outcome`)
+		// Actions waiting behind their lane are graphed apart from the
+		// claimable backlog (issue 28, item 8).
+		require.Contains(t, body, `["Ferry","BlockedDepth","Stack","Ferry"`)
+		require.Contains(t, body, `["Ferry","OldestBlockedAge","Stack","Ferry"`)
 		require.Contains(t, body, `SELECT SUM(Attempts) FROM SCHEMA(\"Ferry\", Kind, Stack) WHERE Stack = 'Ferry'`)
 		// Every Ferry metric of the dashboard names this stack: a metric
 		// array ["Ferry", name, …] always goes on with "Stack", "Ferry".

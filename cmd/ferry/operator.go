@@ -144,10 +144,12 @@ func newStatusCommand(o *operatorFlags) *cobra.Command {
 	var since string
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Per partition and in total: backlog, claimed, oldest due age, stuck lane heads, in-flight entries, ended today by outcome",
+		Short: "Per partition and in total: backlog, blocked lanes, claimed, oldest due age, stuck lanes, in-flight entries, ended today by outcome",
 		Long: `Reads, without writing, what the reaper's gauges measure for every partition
-and in total — due and claimed actions, lease-expired and waiting ones, stuck
-lane heads, the oldest due age, the claim fences' in-flight entries — and the
+and in total — due actions (the drainer could claim them now) and blocked ones
+(due, but waiting behind an earlier live member of their lane), claimed,
+lease-expired and waiting ones, stuck lanes, the oldest due and blocked ages,
+the claim fences' in-flight entries — and the
 actions ended since --since (default: today, UTC) by outcome. Its reads are
 bounded per partition (--max-due-pages, --max-ended-rows); it prints the
 DynamoDB read units it used.`,

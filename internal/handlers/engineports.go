@@ -64,8 +64,8 @@ func (p EnginePorts) Reap(ctx context.Context) (ReapStats, error) {
 	st := ReapStats{Uncertain: r.Uncertain, Exhausted: r.Exhausted, Expired: r.Expired}
 	for _, g := range r.Gauges {
 		st.Backlog = append(st.Backlog, Backlog{
-			Partition: g.Partition, DueDepth: g.DueDepth, ClaimedDepth: g.ClaimedDepth,
-			StuckLaneHeads: g.StuckLaneHeads, OldestDueAge: g.OldestDueAge,
+			Partition: g.Partition, DueDepth: g.DueDepth, BlockedDepth: g.BlockedDepth, ClaimedDepth: g.ClaimedDepth,
+			StuckLaneHeads: g.StuckLaneHeads, OldestDueAge: g.OldestDueAge, OldestBlockedAge: g.OldestBlockedAge,
 		})
 	}
 	return st, nil

@@ -41,8 +41,10 @@ func TestEventSamples(t *testing.T) {
 		out := invoke(t, h.Invoke, context.Background(), readEvent(t, "eventbridge-schedule.json"))
 		var resp ReapResponse
 		require.NoError(t, json.Unmarshal(out, &resp))
-		require.Equal(t, ReapResponse{Uncertain: 1, Expired: 2, BacklogDepth: 5, ClaimedDepth: 1}, resp)
+		require.Equal(t, ReapResponse{Uncertain: 1, Expired: 2, BacklogDepth: 5, BlockedDepth: 3, ClaimedDepth: 1}, resp)
 		require.Contains(t, b.out.String(), `"BacklogDepth":5`)
+		require.Contains(t, b.out.String(), `"BlockedDepth":3`)
+		require.Contains(t, b.out.String(), `"OldestBlockedAge":3600`)
 		require.Contains(t, b.out.String(), `"OldestDueAge":30`)
 		require.Contains(t, b.out.String(), `"ReapedActions":2`)
 	})

@@ -70,7 +70,7 @@ func (f *fakeEngine) PartitionOf(pk string) (int, bool) {
 
 func (f *fakeEngine) Reap(context.Context) (ReapStats, error) {
 	return ReapStats{Uncertain: 1, Expired: 2, Backlog: []Backlog{
-		{Partition: 0, DueDepth: 4, ClaimedDepth: 1, OldestDueAge: 30 * time.Second},
+		{Partition: 0, DueDepth: 4, BlockedDepth: 3, ClaimedDepth: 1, OldestDueAge: 30 * time.Second, OldestBlockedAge: time.Hour},
 		{Partition: 1, DueDepth: 1},
 	}}, nil
 }

@@ -22,10 +22,13 @@ type ReaperHandler struct {
 
 // ReapResponse answers a reaper invocation.
 type ReapResponse struct {
-	Uncertain    int `json:"uncertain"`
-	Exhausted    int `json:"exhausted"`
-	Expired      int `json:"expired"`
+	Uncertain int `json:"uncertain"`
+	Exhausted int `json:"exhausted"`
+	Expired   int `json:"expired"`
+	// BacklogDepth counts the actions the drainer could claim; BlockedDepth
+	// the due actions waiting behind an earlier live member of their lane.
 	BacklogDepth int `json:"backlog_depth"`
+	BlockedDepth int `json:"blocked_depth"`
 	ClaimedDepth int `json:"claimed_depth"`
 }
 
@@ -44,10 +47,11 @@ func (h *ReaperHandler) Invoke(ctx context.Context, ev events.EventBridgeEvent) 
 	backlog := make([]telemetry.Backlog, 0, len(st.Backlog))
 	for _, b := range st.Backlog {
 		backlog = append(backlog, telemetry.Backlog{
-			Partition: b.Partition, DueDepth: b.DueDepth, ClaimedDepth: b.ClaimedDepth,
-			StuckLaneHeads: b.StuckLaneHeads, OldestDueAge: b.OldestDueAge.Seconds(),
+			Partition: b.Partition, DueDepth: b.DueDepth, BlockedDepth: b.BlockedDepth, ClaimedDepth: b.ClaimedDepth,
+			StuckLaneHeads: b.StuckLaneHeads, OldestDueAge: b.OldestDueAge.Seconds(), OldestBlockedAge: b.OldestBlockedAge.Seconds(),
 		})
 		resp.BacklogDepth += b.DueDepth
+		resp.BlockedDepth += b.BlockedDepth
 		resp.ClaimedDepth += b.ClaimedDepth
 	}
 	if err := h.Obs.RecordBacklog(backlog); err != nil {
@@ -55,7 +59,7 @@ func (h *ReaperHandler) Invoke(ctx context.Context, ev events.EventBridgeEvent) 
 	}
 	h.Log.InfoContext(ctx, "reap finished", slog.String("event.id", ev.ID),
 		slog.Int("uncertain", st.Uncertain), slog.Int("exhausted", st.Exhausted), slog.Int("expired", st.Expired),
-		slog.Int("backlog_depth", resp.BacklogDepth), slog.Int("claimed_depth", resp.ClaimedDepth))
+		slog.Int("backlog_depth", resp.BacklogDepth), slog.Int("blocked_depth", resp.BlockedDepth), slog.Int("claimed_depth", resp.ClaimedDepth))
 	return resp, nil
 }
 

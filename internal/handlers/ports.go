@@ -24,10 +24,13 @@ type Drainer interface {
 	PartitionOf(pk string) (int, bool)
 }
 
-// Backlog is one partition's backlog as the reaper measures it.
+// Backlog is one partition's backlog as the reaper measures it
+// (outbox.PartitionGauges): DueDepth and OldestDueAge count what the
+// drainer could claim, BlockedDepth and OldestBlockedAge what waits behind
+// an earlier live member of its lane.
 type Backlog struct {
-	Partition, DueDepth, ClaimedDepth, StuckLaneHeads int
-	OldestDueAge                                      time.Duration
+	Partition, DueDepth, BlockedDepth, ClaimedDepth, StuckLaneHeads int
+	OldestDueAge, OldestBlockedAge                                  time.Duration
 }
 
 // ReapStats is what one reaper pass did and saw.

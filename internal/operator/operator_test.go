@@ -187,3 +187,53 @@ func TestPartitionsSetsTheCountLive(t *testing.T) {
 	require.ErrorAs(t, tb.s.Partitions(tb.ctx, 5000), &ex)
 	require.Equal(t, ExitUsage, ex.Code)
 }
+
+// TestStatusTellsABlockedLaneFromABacklog is issue 28, item 8 at the
+// command line: members waiting behind their lane's head (here a
+// proposal) are BLOCKED, not DUE, and their lane is stuck once they have
+// waited past the stuck bound; the JSON says the same.
+func TestStatusTellsABlockedLaneFromABacklog(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	tb.enqueue(t, outbox.EnqueueParams{LaneKey: "order-7", Propose: true})
+	for range 5 {
+		tb.enqueue(t, outbox.EnqueueParams{LaneKey: "order-7"})
+	}
+	tb.clk.Advance(20 * time.Minute)
+	require.NoError(t, tb.s.Status(tb.ctx, StatusParams{}))
+	lines := strings.Split(tb.out.String(), "\n")
+	var header, total []string
+	for _, l := range lines {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "PARTITION":
+			header = f
+		case len(f) > 0 && f[0] == "total":
+			total = f
+		}
+	}
+	require.Len(t, total, len(header), tb.out.String())
+	col := map[string]string{}
+	for i, h := range header {
+		col[h] = total[i]
+	}
+	require.Equal(t, "0", col["DUE"], tb.out.String())
+	require.Equal(t, "5", col["BLOCKED"])
+	require.Equal(t, "1", col["STUCK-HEADS"])
+	require.Equal(t, "-", col["OLDEST-DUE"])
+	tb.out.Reset()
+	tb.s.JSON = true
+	require.NoError(t, tb.s.Status(tb.ctx, StatusParams{}))
+	var v struct {
+		Total struct {
+			Due, Blocked     int
+			Stuck            int     `json:"stuck_lane_heads"`
+			OldestBlockedAge float64 `json:"oldest_blocked_age_seconds"`
+		}
+	}
+	require.NoError(t, json.Unmarshal(tb.out.Bytes(), &v))
+	require.Equal(t, 0, v.Total.Due)
+	require.Equal(t, 5, v.Total.Blocked)
+	require.Equal(t, 1, v.Total.Stuck)
+	require.InDelta(t, 1200, v.Total.OldestBlockedAge, 1)
+}

@@ -18,25 +18,30 @@ type StatusParams struct {
 }
 
 // partitionJSON is one partition's line of `ferry status -o json`.
+// Due and OldestDueAge count what the drainer could claim now; Blocked
+// and OldestBlockedAge the due actions waiting behind an earlier live
+// member of their lane (outbox.PartitionGauges).
 type partitionJSON struct {
-	Partition      *int           `json:"partition,omitempty"`
-	Due            int            `json:"due"`
-	Claimed        int            `json:"claimed"`
-	LeaseExpired   int            `json:"lease_expired"`
-	Waiting        int            `json:"waiting"`
-	StuckLaneHeads int            `json:"stuck_lane_heads"`
-	OldestDueAge   float64        `json:"oldest_due_age_seconds"`
-	Inflight       int            `json:"inflight_entries"`
-	InflightUnread int            `json:"inflight_unread"`
-	Ended          map[string]int `json:"ended"`
-	Truncated      bool           `json:"truncated"`
+	Partition        *int           `json:"partition,omitempty"`
+	Due              int            `json:"due"`
+	Blocked          int            `json:"blocked"`
+	Claimed          int            `json:"claimed"`
+	LeaseExpired     int            `json:"lease_expired"`
+	Waiting          int            `json:"waiting"`
+	StuckLaneHeads   int            `json:"stuck_lane_heads"`
+	OldestDueAge     float64        `json:"oldest_due_age_seconds"`
+	OldestBlockedAge float64        `json:"oldest_blocked_age_seconds"`
+	Inflight         int            `json:"inflight_entries"`
+	InflightUnread   int            `json:"inflight_unread"`
+	Ended            map[string]int `json:"ended"`
+	Truncated        bool           `json:"truncated"`
 }
 
 func newPartitionJSON(ps outbox.PartitionStatus, total bool) partitionJSON {
 	j := partitionJSON{
-		Due: ps.DueDepth, Claimed: ps.ClaimedDepth, LeaseExpired: ps.LeaseExpired, Waiting: ps.Waiting,
-		StuckLaneHeads: ps.StuckLaneHeads, OldestDueAge: ps.OldestDueAge.Seconds(), Inflight: ps.Inflight,
-		InflightUnread: ps.InflightUnread, Ended: ps.Ended, Truncated: ps.Truncated,
+		Due: ps.DueDepth, Blocked: ps.BlockedDepth, Claimed: ps.ClaimedDepth, LeaseExpired: ps.LeaseExpired, Waiting: ps.Waiting,
+		StuckLaneHeads: ps.StuckLaneHeads, OldestDueAge: ps.OldestDueAge.Seconds(), OldestBlockedAge: ps.OldestBlockedAge.Seconds(),
+		Inflight: ps.Inflight, InflightUnread: ps.InflightUnread, Ended: ps.Ended, Truncated: ps.Truncated,
 	}
 	if !total {
 		p := ps.Partition
@@ -52,7 +57,8 @@ func newPartitionJSON(ps outbox.PartitionStatus, total bool) partitionJSON {
 var endedColumns = []string{"DONE", "UNCERTAIN", "FAILED", "CANCELLED", "ERASED"}
 
 // Status runs `ferry status`: per partition and in total, the backlog the
-// reaper's gauges measure (due, claimed, stuck lane heads, oldest due age),
+// reaper's gauges measure (due, blocked behind their lane, claimed, stuck
+// lanes, oldest due and blocked ages),
 // the lease-expired and waiting actions, the claim fences' in-flight
 // entries, and the actions ended since p.Since by outcome. It only reads,
 // a bounded amount per partition (outbox.Engine.StatusGet).
@@ -76,13 +82,13 @@ func (s *Session) Status(ctx context.Context, p StatusParams) error {
 			"partitions": parts, "total": newPartitionJSON(st.Total, true), "dynamodb": s.Meter.Usage(),
 		})
 	}
-	header := []string{"PARTITION", "DUE", "CLAIMED", "LEASE-EXPIRED", "WAITING", "STUCK-HEADS", "OLDEST-DUE", "IN-FLIGHT"}
+	header := []string{"PARTITION", "DUE", "BLOCKED", "CLAIMED", "LEASE-EXPIRED", "WAITING", "STUCK-HEADS", "OLDEST-DUE", "OLDEST-BLOCKED", "IN-FLIGHT"}
 	for _, c := range endedColumns {
 		header = append(header, c)
 	}
 	row := func(name string, ps outbox.PartitionStatus) []string {
-		r := []string{name, strconv.Itoa(ps.DueDepth), strconv.Itoa(ps.ClaimedDepth), strconv.Itoa(ps.LeaseExpired),
-			strconv.Itoa(ps.Waiting), strconv.Itoa(ps.StuckLaneHeads), age(ps.OldestDueAge), strconv.Itoa(ps.Inflight)}
+		r := []string{name, strconv.Itoa(ps.DueDepth), strconv.Itoa(ps.BlockedDepth), strconv.Itoa(ps.ClaimedDepth), strconv.Itoa(ps.LeaseExpired),
+			strconv.Itoa(ps.Waiting), strconv.Itoa(ps.StuckLaneHeads), age(ps.OldestDueAge), age(ps.OldestBlockedAge), strconv.Itoa(ps.Inflight)}
 		for _, c := range endedColumns {
 			r = append(r, strconv.Itoa(ps.Ended[c]))
 		}

@@ -14,14 +14,29 @@ type ReapResult struct {
 	Gauges                        []PartitionGauges
 }
 
-// PartitionGauges are one partition's backlog gauges. Rows this build does
-// not decode are not counted.
+// PartitionGauges are one partition's backlog gauges (design.md §8). Rows
+// this build does not decode are not counted.
 type PartitionGauges struct {
-	Partition      int
-	DueDepth       int           // ADMITTED actions due now
-	ClaimedDepth   int           // EXECUTING actions under a live lease
-	StuckLaneHeads int           // laned actions due for longer than StuckAfter
-	OldestDueAge   time.Duration // how long the oldest due action has waited
+	Partition int
+	// DueDepth counts the actions the drainer could claim now: due
+	// (ADMITTED and their next attempt come, or EXECUTING with their lease
+	// over) and not waiting behind an earlier live member of their lane.
+	DueDepth int
+	// BlockedDepth counts the due actions waiting behind an earlier live
+	// member of their lane (retrying, deferred, running, or a proposal):
+	// they cannot be claimed before it ends.
+	BlockedDepth int
+	ClaimedDepth int // EXECUTING actions under a live lease
+	// StuckLaneHeads counts the lanes whose oldest due member (the head,
+	// or one blocked behind it) has been due longer than StuckAfter: a
+	// head that does not end (retries, deferrals), or is not claimed.
+	StuckLaneHeads int
+	// OldestDueAge is how long the oldest claimable action has waited
+	// (DueDepth's): growing, the drainer is not keeping up.
+	OldestDueAge time.Duration
+	// OldestBlockedAge is how long the oldest blocked action has waited
+	// (BlockedDepth's): growing, a lane is held by its head.
+	OldestBlockedAge time.Duration
 	// InflightUnread counts the claim fence's in-flight entries (design.md §3.3)
 	// this run did not read: more than it reads per run (oldest lease
 	// first), or throttled. A later run reads them.
@@ -72,6 +87,7 @@ func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (Par
 		return g, err
 	}
 	g.InflightUnread = bl.unread
+	due := newDueGauges(bl, now, e.cfg.StuckAfter)
 	rows := bl.rows
 	for i := range rows {
 		a := &rows[i]
@@ -79,20 +95,21 @@ func (e *Engine) reapPartition(ctx context.Context, p int, res *ReapResult) (Par
 		if !ok {
 			continue // rolling upgrade: not ours to count or end
 		}
-		if err := e.reapOne(ctx, reapRow{a: a, class: ad.Spec().Class, head: bl.laneHead(a)}, now, res, &g); err != nil {
+		if err := e.reapOne(ctx, reapRow{a: a, class: ad.Spec().Class, due: due}, now, res, &g); err != nil {
 			return g, err
 		}
 	}
+	due.finish(&g)
 	return g, nil
 }
 
 // reapRow is one row a reaper run judges: the action as the index or the
-// in-flight map shows it, its kind's delivery class, and whether it heads
-// its lane (for the stuck-head gauge).
+// in-flight map shows it, its kind's delivery class, and the partition's
+// gauges of due rows.
 type reapRow struct {
 	a     *Action
 	class DeliveryClass
-	head  bool
+	due   *dueGauges
 }
 
 // reapVerdict is how the reaper ends an action: its final state and stop
@@ -125,13 +142,13 @@ func (e *Engine) reapOne(ctx context.Context, r reapRow, now time.Time, res *Rea
 		}
 		*r.a = cur
 		if v, ok = reapLeaseLost(r.a, r.class, now); !ok {
-			e.gaugeDue(r.a, now, r.head, g)
+			r.due.add(r.a, g)
 			return nil // reclaimable: the drainer takes it
 		}
 	case StateADMITTED, StatePROPOSED:
 		if v, ok = reapWaiting(r.a, now); !ok {
 			if r.a.State == StateADMITTED && !r.a.NextAttemptAt.After(now) {
-				e.gaugeDue(r.a, now, r.head, g)
+				r.due.add(r.a, g)
 			}
 			return nil
 		}
@@ -223,20 +240,6 @@ func (e *Engine) reapEnd(ctx context.Context, a *Action, v reapVerdict, res *Rea
 		res.Expired++
 	}
 	return nil
-}
-
-func (e *Engine) gaugeDue(a *Action, now time.Time, head bool, g *PartitionGauges) {
-	due := a.NextAttemptAt
-	if a.State == StateEXECUTING {
-		due = a.LeaseExpiresAt
-	}
-	g.DueDepth++
-	if age := now.Sub(due); age > g.OldestDueAge {
-		g.OldestDueAge = age
-	}
-	if head && now.Sub(due) > e.cfg.StuckAfter {
-		g.StuckLaneHeads++
-	}
 }
 
 func outcomeOf(s State) Outcome {

@@ -39,7 +39,7 @@ type PartitionStatus struct {
 	// deferral, a later next_attempt_at).
 	Waiting int
 	// LeaseExpired counts EXECUTING actions whose lease ran out: a reclaim
-	// or the reaper takes them. They are in DueDepth too.
+	// or the reaper takes them. They are in DueDepth (or BlockedDepth) too.
 	LeaseExpired int
 	// Inflight counts the entries of the claim fence's in-flight map.
 	Inflight int
@@ -97,6 +97,8 @@ func (e *Engine) StatusGet(ctx context.Context, p StatusParams) (*Status, error)
 
 func (t *PartitionStatus) add(ps PartitionStatus) {
 	t.DueDepth += ps.DueDepth
+	t.BlockedDepth += ps.BlockedDepth
+	t.OldestBlockedAge = max(t.OldestBlockedAge, ps.OldestBlockedAge)
 	t.ClaimedDepth += ps.ClaimedDepth
 	t.StuckLaneHeads += ps.StuckLaneHeads
 	t.OldestDueAge = max(t.OldestDueAge, ps.OldestDueAge)
@@ -117,20 +119,22 @@ func (e *Engine) partitionStatus(ctx context.Context, part int, p StatusParams, 
 		return ps, err
 	}
 	ps.InflightUnread, ps.Inflight, ps.Truncated = bl.unread, bl.inflight, bl.truncated
+	due := newDueGauges(bl, now, e.cfg.StuckAfter)
 	for i := range bl.rows {
 		a := &bl.rows[i]
 		switch {
 		case a.State == StateADMITTED && a.NextAttemptAt.After(now):
 			ps.Waiting++
 		case a.State == StateADMITTED:
-			e.gaugeDue(a, now, bl.laneHead(a), &ps.PartitionGauges)
+			due.add(a, &ps.PartitionGauges)
 		case a.State == StateEXECUTING && a.LeaseExpiresAt.After(now):
 			ps.ClaimedDepth++
 		case a.State == StateEXECUTING:
 			ps.LeaseExpired++
-			e.gaugeDue(a, now, bl.laneHead(a), &ps.PartitionGauges)
+			due.add(a, &ps.PartitionGauges)
 		}
 	}
+	due.finish(&ps.PartitionGauges)
 	if p.EndedSince.IsZero() {
 		return ps, nil
 	}

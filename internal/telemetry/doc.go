@@ -12,10 +12,12 @@
 //	ClaimConflicts      Count    []
 //	ShortBatches        Count    []
 //	FenceRefusals       Count    [Kind]
-//	BacklogDepth        Count    [Partition] and [] (total)
+//	BacklogDepth        Count    [Partition] and [] (total): claimable now
+//	BlockedDepth        Count    [Partition] and [] (total): due, behind a live lane member
 //	ClaimedDepth        Count    [Partition] and [] (total)
-//	StuckLaneHeads      Count    [Partition] and [] (total)
-//	OldestDueAge        Seconds  [Partition] and [] (oldest of all)
+//	StuckLaneHeads      Count    [Partition] and [] (total): lanes due past StuckAfter
+//	OldestDueAge        Seconds  [Partition] and [] (oldest of all): of the claimable
+//	OldestBlockedAge    Seconds  [Partition] and [] (oldest of all): of the blocked
 //	ReapedActions       Count    [StopReason]
 //	RetainedDeletes     Count    [Reason]  (Reason: TTL_LAG, ROW_CAP)
 //

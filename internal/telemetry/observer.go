@@ -77,13 +77,18 @@ func (o *Observer) FenceRefused(a *outbox.Action) {
 	o.Log.LogAttrs(context.Background(), slog.LevelWarn, "fence refused", actionAttrs(a)...)
 }
 
-// Backlog is one partition's backlog, as the reaper measures it.
+// Backlog is one partition's backlog, as the reaper measures it: DueDepth
+// and OldestDueAge (BacklogDepth, OldestDueAge) count what the drainer
+// could claim, BlockedDepth and OldestBlockedAge what waits behind an
+// earlier live member of its lane (design.md §8).
 type Backlog struct {
-	Partition      int
-	DueDepth       int
-	ClaimedDepth   int
-	StuckLaneHeads int
-	OldestDueAge   float64 // seconds
+	Partition        int
+	DueDepth         int
+	BlockedDepth     int
+	ClaimedDepth     int
+	StuckLaneHeads   int
+	OldestDueAge     float64 // seconds
+	OldestBlockedAge float64 // seconds
 }
 
 // RecordBacklog writes the backlog gauges: one line per partition and one
@@ -95,6 +100,8 @@ func (o *Observer) RecordBacklog(bs []Backlog) error {
 			return err
 		}
 		total.DueDepth += b.DueDepth
+		total.BlockedDepth += b.BlockedDepth
+		total.OldestBlockedAge = max(total.OldestBlockedAge, b.OldestBlockedAge)
 		total.ClaimedDepth += b.ClaimedDepth
 		total.StuckLaneHeads += b.StuckLaneHeads
 		total.OldestDueAge = max(total.OldestDueAge, b.OldestDueAge)
@@ -105,9 +112,11 @@ func (o *Observer) RecordBacklog(bs []Backlog) error {
 func backlogGauges(b Backlog) []Gauge {
 	return []Gauge{
 		{Name: "BacklogDepth", Unit: UnitCount, Value: float64(b.DueDepth)},
+		{Name: "BlockedDepth", Unit: UnitCount, Value: float64(b.BlockedDepth)},
 		{Name: "ClaimedDepth", Unit: UnitCount, Value: float64(b.ClaimedDepth)},
 		{Name: "StuckLaneHeads", Unit: UnitCount, Value: float64(b.StuckLaneHeads)},
 		{Name: "OldestDueAge", Unit: UnitSeconds, Value: b.OldestDueAge},
+		{Name: "OldestBlockedAge", Unit: UnitSeconds, Value: b.OldestBlockedAge},
 	}
 }
 

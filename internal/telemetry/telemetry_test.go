@@ -136,7 +136,7 @@ func TestObserver(t *testing.T) {
 		b := setup(t)
 		require.NoError(t, b.obs.RecordBacklog([]Backlog{
 			{Partition: 0, DueDepth: 3, ClaimedDepth: 1, OldestDueAge: 12.5},
-			{Partition: 1, DueDepth: 2, StuckLaneHeads: 1, OldestDueAge: 40},
+			{Partition: 1, DueDepth: 2, BlockedDepth: 5, StuckLaneHeads: 1, OldestDueAge: 40, OldestBlockedAge: 1200},
 		}))
 		docs := emfLines(t, b.out)
 		require.Len(t, docs, 3)
@@ -148,6 +148,8 @@ func TestObserver(t *testing.T) {
 		require.EqualValues(t, 1, total["ClaimedDepth"])
 		require.EqualValues(t, 1, total["StuckLaneHeads"])
 		require.EqualValues(t, 40, total["OldestDueAge"])
+		require.EqualValues(t, 5, total["BlockedDepth"])
+		require.EqualValues(t, 1200, total["OldestBlockedAge"])
 		dir := total["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
 		require.Equal(t, []any{[]any{}}, dir["Dimensions"])
 	})

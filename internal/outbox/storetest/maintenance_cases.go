@@ -114,8 +114,9 @@ var _ = register("ReaperEndsExhaustedAndComputesGauges", func(ctx context.Contex
 	require.Equal(t, outbox.StateFAILED, got.State)
 	require.Equal(t, outbox.StopAttemptsExhausted, got.StopReason)
 	g := rr.Gauges[0]
-	require.Equal(t, 4, g.DueDepth, "held (its lease ended), the lane's two, due")
-	require.Equal(t, 1, g.StuckLaneHeads, "only the head of the lane")
+	require.Equal(t, 3, g.DueDepth, "held (its lease ended), the lane's head, due")
+	require.Equal(t, 1, g.BlockedDepth, "the lane's second, behind its head")
+	require.Equal(t, 1, g.StuckLaneHeads, "one lane")
 	require.GreaterOrEqual(t, g.OldestDueAge, 2*time.Hour)
 	_ = head
 	_ = due

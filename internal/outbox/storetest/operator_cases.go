@@ -40,8 +40,9 @@ var _ = register("StatusCountsWhatTheReaperGaugesAndMore", func(ctx context.Cont
 	require.NoError(t, err)
 	require.Len(t, st.Partitions, 2)
 	tot := st.Total
-	require.Equal(t, 3, tot.DueDepth, "the retried action, the stuck head and the member behind it")
-	require.Equal(t, 1, tot.StuckLaneHeads, "only the head of the lane")
+	require.Equal(t, 2, tot.DueDepth, "the retried action and the stuck head")
+	require.Equal(t, 1, tot.BlockedDepth, "the member behind the head")
+	require.Equal(t, 1, tot.StuckLaneHeads, "one lane")
 	require.Equal(t, 0, tot.ClaimedDepth)
 	require.Equal(t, 0, tot.Waiting)
 	require.Greater(t, tot.OldestDueAge, 9*time.Minute)
@@ -57,13 +58,10 @@ var _ = register("StatusCountsWhatTheReaperGaugesAndMore", func(ctx context.Cont
 	require.Empty(t, st.Total.Ended)
 	rr, err := tb.settled().Reap(ctx)
 	require.NoError(t, err)
-	due, stuck := 0, 0
-	for _, g := range rr.Gauges {
-		due += g.DueDepth
-		stuck += g.StuckLaneHeads
-	}
-	require.Equal(t, st.Total.DueDepth, due, "status and reaper agree on the due depth")
-	require.Equal(t, st.Total.StuckLaneHeads, stuck)
+	g := backlogGauges(rr)
+	require.Equal(t, st.Total.DueDepth, g.DueDepth, "status and reaper agree on the due depth")
+	require.Equal(t, st.Total.BlockedDepth, g.BlockedDepth)
+	require.Equal(t, st.Total.StuckLaneHeads, g.StuckLaneHeads)
 })
 
 var _ = register("StatusCountsClaimedAndLeaseExpired", func(ctx context.Context, t *testing.T, nb NewBackend) {
@@ -211,4 +209,75 @@ var _ = register("SubjectWorkspacesAndErasureProgress", func(ctx context.Context
 	r, err = tb.settled().SubjectWorkspaces(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, r.Workspaces)
+})
+
+// backlogGauges adds up a reaper run's gauges of every partition.
+func backlogGauges(rr *outbox.ReapResult) outbox.PartitionGauges {
+	var tot outbox.PartitionGauges
+	for _, g := range rr.Gauges {
+		tot.DueDepth += g.DueDepth
+		tot.BlockedDepth += g.BlockedDepth
+		tot.StuckLaneHeads += g.StuckLaneHeads
+		tot.OldestDueAge = max(tot.OldestDueAge, g.OldestDueAge)
+		tot.OldestBlockedAge = max(tot.OldestBlockedAge, g.OldestBlockedAge)
+	}
+	return tot
+}
+
+// Issue 28, item 8: a lane head deferred every minute with 5 members
+// behind it showed DUE 5, a growing OLDEST-DUE ("the drainer is not
+// keeping up") and STUCK-HEADS 0, in ferry status and the reaper's gauges
+// alike. The members wait behind their lane: blocked, not due; the lane is
+// stuck once they have waited past StuckAfter.
+var _ = register("LaneBlockedByItsHeadIsNotABacklog", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.StuckAfter = 10 * time.Minute })
+	head := tb.enqueue(t, outbox.EnqueueParams{LaneKey: "hot", Payload: Payload(Script{Do: []string{"defer:1m"}})})
+	for range 5 {
+		tb.enqueue(t, outbox.EnqueueParams{LaneKey: "hot"})
+	}
+	for range 20 {
+		tb.drain(t)
+		require.Equal(t, outbox.StateADMITTED, tb.get(t, head.ID).State, "deferred again")
+		tb.b.Clock.Advance(time.Minute)
+	}
+	tb.drain(t) // deferred again: due in a minute
+	keyless := tb.enqueue(t, outbox.EnqueueParams{})
+	tb.b.Clock.Advance(10 * time.Second)
+	check := func(g outbox.PartitionGauges, what string) {
+		require.Equal(t, 1, g.DueDepth, "%s: only the keyless action can be claimed", what)
+		require.Equal(t, 5, g.BlockedDepth, "%s: the members behind the deferred head", what)
+		require.Equal(t, 1, g.StuckLaneHeads, "%s: their lane is stuck", what)
+		require.Less(t, g.OldestDueAge, time.Minute, "%s: the drainer keeps up", what)
+		require.Greater(t, g.OldestBlockedAge, 20*time.Minute, "%s", what)
+	}
+	st, err := tb.settled().StatusGet(ctx, outbox.StatusParams{})
+	require.NoError(t, err)
+	check(st.Total.PartitionGauges, "status")
+	require.Equal(t, 1, st.Total.Waiting, "the head waits out its deferral")
+	rr, err := tb.settled().Reap(ctx)
+	require.NoError(t, err)
+	check(backlogGauges(rr), "reaper")
+	tb.drain(t)
+	require.Equal(t, outbox.StateDONE, tb.get(t, keyless.ID).State)
+})
+
+// A proposal without an expiry is in no index; the members behind it wait
+// for it (the claim reads it), so they are blocked too, once they have
+// waited long enough for the reaper and the status to read it.
+var _ = register("LaneBehindAProposalIsBlocked", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.StuckAfter = 3 * time.Minute })
+	tb.enqueue(t, outbox.EnqueueParams{LaneKey: "approve", Propose: true})
+	tb.enqueue(t, outbox.EnqueueParams{LaneKey: "approve"})
+	tb.enqueue(t, outbox.EnqueueParams{LaneKey: "approve"})
+	require.Zero(t, tb.drain(t).Claimed, "the lane waits for its proposal")
+	tb.b.Clock.Advance(5 * time.Minute)
+	st, err := tb.settled().StatusGet(ctx, outbox.StatusParams{})
+	require.NoError(t, err)
+	rr, err := tb.settled().Reap(ctx)
+	require.NoError(t, err)
+	for _, g := range []outbox.PartitionGauges{st.Total.PartitionGauges, backlogGauges(rr)} {
+		require.Zero(t, g.DueDepth)
+		require.Equal(t, 2, g.BlockedDepth)
+		require.Equal(t, 1, g.StuckLaneHeads)
+	}
 })
