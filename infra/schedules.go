@@ -23,9 +23,15 @@ var Schedules = map[FunctionName]time.Duration{
 // The drainer's stream event-source mapping. Records only wake the drainer
 // (it claims from the due index, not from the records), so a failed batch
 // is retried briefly and then dropped: the schedule picks the work up.
+// Lambda hands a shard's batches one at a time unless parallelized: with
+// streamParallelization (Lambda's most) up to that many batches of a
+// shard run at once, records of one key (one partition's P#<n>) in order,
+// so an invocation held by a slow partition delays only the partitions
+// whose keys share its place (design.md §6).
 const (
-	streamRetryAttempts = 2
-	streamMaxRecordAge  = time.Hour
+	streamRetryAttempts   = 2
+	streamMaxRecordAge    = time.Hour
+	streamParallelization = 10
 )
 
 // newSchedules declares one EventBridge rule per scheduled function and the
@@ -54,6 +60,7 @@ func (s *Stack) newSchedules() {
 		BatchSize:               jsii.Number(float64(p.StreamBatchSize)),
 		MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(p.StreamBatchingWindow.Seconds())),
 		ReportBatchItemFailures: jsii.Bool(true),
+		ParallelizationFactor:   jsii.Number(streamParallelization),
 		RetryAttempts:           jsii.Number(streamRetryAttempts),
 		MaxRecordAge:            awscdk.Duration_Seconds(jsii.Number(streamMaxRecordAge.Seconds())),
 		Filters: &[]*map[string]any{

@@ -567,6 +567,7 @@ func TestStreamEventSourceMapping(t *testing.T) {
 			"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
 			"MaximumRetryAttempts":           2.0,
 			"MaximumRecordAgeInSeconds":      3600.0,
+			"ParallelizationFactor":          10.0,
 			"FilterCriteria": map[string]any{"Filters": []any{map[string]any{
 				"Pattern": `{"dynamodb":{"NewImage":{"due_pk":{"S":[{"exists":true}]},"st":{"S":["ADMITTED"]}}}}`,
 			}}},

@@ -20,7 +20,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "drainer: refusing to start:", err)
 		os.Exit(1)
 	}
-	h := &handlers.DrainerHandler{Engine: rt.Ports, Clock: rt.Clock, Log: rt.Log, Metrics: rt.Obs, WriteMargin: rt.Engine.Config().WriteMargin,
-		Partitions: rt.Ports.Partitions}
+	h := &handlers.DrainerHandler{Engine: rt.Ports, Clock: rt.Clock, Log: rt.Log, Metrics: rt.Obs, WriteMargin: rt.Engine.Config().WriteMargin}
 	lambda.StartWithOptions(h.Invoke, lambda.WithEnableSIGTERM(func() { _ = rt.Obs.Flush() }))
 }

@@ -3,35 +3,52 @@ package devstack
 import (
 	"context"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/ferryhq/ferry/internal/clock"
-	"github.com/ferryhq/ferry/internal/handlers"
+	"github.com/ferryhq/ferry/internal/outbox"
 )
 
-// drainLoop is the local drainer: it drains the partitions it is woken for at
-// once, and sweeps every partition each poll interval as a backstop (for
+// partitionDrainer is what the local drainer needs of the engine.
+type partitionDrainer interface {
+	DrainPartition(ctx context.Context, partition int, p outbox.DrainParams) (*outbox.DrainResult, error)
+	LivePartitions(ctx context.Context) (int, error)
+}
+
+// drainProbes is how many partitions the local drainer probes at once
+// (fence take, claim): a partition whose drain claimed actions gives its
+// place to the next while it runs them.
+const drainProbes = 8
+
+// drainLoop is the local drainer. Each partition is drained by its own
+// goroutine, at once when it is woken (and again when woken meanwhile), so
+// a slow provider in one partition never delays another's (design.md §6);
+// every poll interval it wakes every live partition as a backstop (for
 // retries and deferrals that come due, and for wake-ups it missed).
 type drainLoop struct {
-	engine handlers.Drainer
+	engine partitionDrainer
+	owner  string
 	clk    clock.Clock
 	poll   time.Duration
 	pass   time.Duration // how long one pass may claim
 	log    *slog.Logger
+	probes chan struct{}
 
 	mu      sync.Mutex
-	pending map[int]bool
+	pending map[int]bool // woken, not drained since
+	busy    map[int]bool // a goroutine is draining it
 	wake    chan struct{}
-	// passes counts completed passes (tests wait on it through Passes).
+	workers sync.WaitGroup
+	// passes counts completed partition drains (tests wait on it through
+	// Passes).
 	passes   uint64
 	passDone *sync.Cond
 }
 
-func newDrainLoop(engine handlers.Drainer, clk clock.Clock, poll, pass time.Duration, log *slog.Logger) *drainLoop {
-	l := &drainLoop{engine: engine, clk: clk, poll: poll, pass: pass, log: log,
-		pending: map[int]bool{}, wake: make(chan struct{}, 1)}
+func newDrainLoop(engine partitionDrainer, owner string, clk clock.Clock, poll, pass time.Duration, log *slog.Logger) *drainLoop {
+	l := &drainLoop{engine: engine, owner: owner, clk: clk, poll: poll, pass: pass, log: log,
+		probes: make(chan struct{}, drainProbes), pending: map[int]bool{}, busy: map[int]bool{}, wake: make(chan struct{}, 1)}
 	l.passDone = sync.NewCond(&l.mu)
 	return l
 }
@@ -49,79 +66,95 @@ func (l *drainLoop) Wake(partitions ...int) {
 	}
 }
 
-// Run drains until ctx is done. A pass in progress when ctx ends runs to its
-// end (its attempts finish; claimed but unstarted actions are released by
-// the engine), so a stop never abandons an attempt in its provider call.
+// Run drains until ctx is done. Drains in progress when ctx ends run to
+// their end (their attempts finish; claimed but unstarted actions are
+// released by the engine), so a stop never abandons an attempt in its
+// provider call.
 func (l *drainLoop) Run(ctx context.Context) {
 	ticker := time.NewTicker(l.poll)
 	defer ticker.Stop()
+	defer l.workers.Wait()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-l.wake:
-			l.drainPending(ctx)
 		case <-ticker.C:
-			l.sweep(ctx)
+			l.wakeAll(ctx)
 		}
+		l.dispatch(ctx)
 	}
 }
 
-func (l *drainLoop) takePending() []int {
+// wakeAll marks every partition that may hold a live row.
+func (l *drainLoop) wakeAll(ctx context.Context) {
+	n, err := l.engine.LivePartitions(ctx)
+	if err != nil {
+		l.log.Warn("sweep failed", slog.Any("error", err))
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ps := make([]int, 0, len(l.pending))
-	for p := range l.pending {
-		ps = append(ps, p)
+	for p := range n {
+		l.pending[p] = true
 	}
-	clear(l.pending)
-	sort.Ints(ps)
-	return ps
 }
 
-// passContext detaches a pass from the stop signal: stopping ends the loop
-// between passes, never inside an attempt.
-func (l *drainLoop) passContext(ctx context.Context) (context.Context, time.Time, context.CancelFunc) {
+// dispatch starts a drain of every woken partition not being drained; a
+// partition being drained is drained again when its drain ends.
+func (l *drainLoop) dispatch(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p := range l.pending {
+		if l.busy[p] {
+			continue
+		}
+		delete(l.pending, p)
+		l.busy[p] = true
+		l.workers.Go(func() { l.work(ctx, p) })
+	}
+}
+
+// work drains partition p until it is not woken again meanwhile.
+func (l *drainLoop) work(ctx context.Context, p int) {
+	for {
+		l.drain(ctx, p)
+		l.mu.Lock()
+		l.passes++
+		l.passDone.Broadcast()
+		again := l.pending[p] && ctx.Err() == nil
+		delete(l.pending, p)
+		if !again {
+			delete(l.busy, p)
+		}
+		l.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}
+
+// drain drains partition p until nothing is due there or its pass is
+// over. It is detached from the stop signal: stopping ends the loop
+// between drains, never inside an attempt. It takes a probe place until it
+// has claimed actions.
+func (l *drainLoop) drain(ctx context.Context, p int) {
 	until := l.clk.Now().Add(l.pass)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.pass+time.Minute)
-	return pctx, until, cancel
-}
-
-func (l *drainLoop) drainPending(ctx context.Context) {
-	for _, p := range l.takePending() {
-		if ctx.Err() != nil {
-			break
-		}
-		pctx, until, cancel := l.passContext(ctx)
-		for {
-			st, err := l.engine.DrainPartition(pctx, p, until)
-			if err != nil {
-				l.log.Warn("draining partition failed", slog.Int("partition", p), slog.Any("error", err))
-				break
-			}
-			if !st.More || st.Claimed == 0 || ctx.Err() != nil || !l.clk.Now().Before(until) {
-				break
-			}
-		}
-		cancel()
-	}
-	l.donePass()
-}
-
-func (l *drainLoop) sweep(ctx context.Context) {
-	pctx, until, cancel := l.passContext(ctx)
 	defer cancel()
-	if _, err := l.engine.Sweep(pctx, until); err != nil {
-		l.log.Warn("sweep failed", slog.Any("error", err))
+	for {
+		l.probes <- struct{}{}
+		free := sync.OnceFunc(func() { <-l.probes })
+		r, err := l.engine.DrainPartition(pctx, p, outbox.DrainParams{Owner: l.owner, Deadline: until, Started: free})
+		free()
+		if err != nil {
+			l.log.Warn("draining partition failed", slog.Int("partition", p), slog.Any("error", err))
+			return
+		}
+		if !r.More || r.Claimed == 0 || ctx.Err() != nil || !l.clk.Now().Before(until) {
+			return
+		}
 	}
-	l.donePass()
-}
-
-func (l *drainLoop) donePass() {
-	l.mu.Lock()
-	l.passes++
-	l.mu.Unlock()
-	l.passDone.Broadcast()
 }
 
 // WaitPasses blocks until more than n passes have completed or ctx is done,
@@ -141,7 +174,7 @@ func (l *drainLoop) WaitPasses(ctx context.Context, n uint64) uint64 {
 	return l.passes
 }
 
-// Passes returns how many passes (wake-ups and sweeps) have completed.
+// Passes returns how many passes (partition drains) have completed.
 func (l *drainLoop) Passes() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -108,7 +108,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, retErr error) {
 	s.ports = handlers.EnginePorts{Engine: s.engine, Owner: fmt.Sprintf("ferry-dev-%d", os.Getpid())}
 	// One pass may start attempts for this long; the engine keeps the write
 	// margin on top of it.
-	s.loop = newDrainLoop(s.ports, cfg.Clock, cfg.Poll, cfg.WriteMargin+2*time.Second, s.log)
+	s.loop = newDrainLoop(s.engine, s.ports.Owner, cfg.Clock, cfg.Poll, cfg.WriteMargin+2*time.Second, s.log)
 
 	tokens := make(map[string][]string, len(cfg.Tokens))
 	for _, t := range cfg.Tokens {

@@ -35,12 +35,19 @@ type DrainerHandler struct {
 	// deadline leaves less than it can start no attempt, which is logged
 	// as a configuration error (the function's timeout is too short).
 	WriteMargin time.Duration
-	// Partitions bounds how many of a stream batch's partitions are
-	// drained at once (each under its own claim fence); 0 or 1: one after
-	// another. A batch naming several partitions then waits for the
-	// slowest, not for their sum.
-	Partitions int
+	// StreamBudget is how long a stream batch's drains claim (default
+	// DefaultStreamBudget); what they claimed runs to its end. The batch's
+	// partitions are drained at once, each under its own claim fence, and
+	// Lambda hands a shard's next batch (in a parallelized shard: the next
+	// batch of the same records' keys) only when this invocation returns,
+	// so a slow provider holds the records behind it for at most this
+	// budget plus one attempt (design.md §6). Work left at the budget is
+	// no failure: the scheduled sweep and the next wake-up take it.
+	StreamBudget time.Duration
 }
+
+// DefaultStreamBudget is DrainerHandler.StreamBudget's default.
+const DefaultStreamBudget = 10 * time.Second
 
 // SweepResponse answers a scheduled invocation.
 type SweepResponse struct {
@@ -106,11 +113,20 @@ func (h *DrainerHandler) HandleSchedule(ctx context.Context, ev events.EventBrid
 }
 
 // HandleStream drains the partitions named by the batch's records (their
-// "pk" key, "P#<n>"). Records that name no partition (idempotency records,
-// other items) need nothing. The records of a partition whose drain failed
-// or was not reached before the claim deadline are reported as failures.
+// "pk" key, "P#<n>"), all at once, claiming for at most StreamBudget.
+// Records that name no partition (idempotency records, other items) need
+// nothing. The records of a partition whose drain failed or could not
+// start before the claim deadline are reported as failures.
 func (h *DrainerHandler) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	until := h.claimUntil(ctx)
+	budget := h.StreamBudget
+	if budget <= 0 {
+		budget = DefaultStreamBudget
+	}
+	w := DrainWindow{Deadline: until, ClaimUntil: h.Clock.Now().Add(budget)}
+	if w.ClaimUntil.After(until) {
+		w.ClaimUntil = until
+	}
 	byPartition := map[int][]string{} // partition -> sequence numbers
 	for _, r := range ev.Records {
 		pk, ok := r.Change.Keys["pk"]
@@ -133,15 +149,11 @@ func (h *DrainerHandler) HandleStream(ctx context.Context, ev events.DynamoDBEve
 	var total SweepResponse
 	failed := make([]bool, len(partitions))
 	var mu sync.Mutex // guards total
-	sem := make(chan struct{}, max(h.Partitions, 1))
 	var wg sync.WaitGroup
 	for i, p := range partitions {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		wg.Go(func() {
 			var mine SweepResponse
-			err := h.drainPartition(ctx, p, until, &mine)
+			err := h.drainPartition(ctx, p, w, &mine)
 			mu.Lock()
 			total.addResponse(mine)
 			mu.Unlock()
@@ -150,7 +162,7 @@ func (h *DrainerHandler) HandleStream(ctx context.Context, ev events.DynamoDBEve
 					slog.Int("partition", p), slog.Any("error", err))
 				failed[i] = true
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for i, p := range partitions { // failures in partition order
@@ -178,20 +190,20 @@ func (h *DrainerHandler) claimUntil(ctx context.Context) time.Time {
 
 var errOutOfTime = errors.New("claim deadline reached before the partition was drained")
 
-// drainPartition drains p until nothing is due there or the claim deadline
-// passes. Leftover work after the deadline is not a failure: the scheduled
-// sweep and the next wake-up take it.
-func (h *DrainerHandler) drainPartition(ctx context.Context, p int, until time.Time, total *SweepResponse) error {
-	if !h.Clock.Now().Before(until) {
+// drainPartition drains p until nothing is due there or w's claim bound
+// passes. Leftover work after it is not a failure: the scheduled sweep and
+// the next wake-up take it.
+func (h *DrainerHandler) drainPartition(ctx context.Context, p int, w DrainWindow, total *SweepResponse) error {
+	if !h.Clock.Now().Before(w.Deadline) {
 		return errOutOfTime
 	}
 	for {
-		st, err := h.Engine.DrainPartition(ctx, p, until)
+		st, err := h.Engine.DrainPartition(ctx, p, w)
 		total.add(st)
 		if err != nil {
 			return fmt.Errorf("draining partition %d: %w", p, err)
 		}
-		if !st.More || st.Claimed == 0 || !h.Clock.Now().Before(until) || ctx.Err() != nil {
+		if !st.More || st.Claimed == 0 || !h.Clock.Now().Before(w.ClaimUntil) || ctx.Err() != nil {
 			return nil
 		}
 	}

@@ -27,7 +27,7 @@ func TestDrainer(t *testing.T) {
 			{ItemIdentifier: "111100000000000000000001"},
 			{ItemIdentifier: "111100000000000000000003"},
 		}, resp.BatchItemFailures)
-		require.Equal(t, []int{1, 2}, b.engine.drained)
+		require.ElementsMatch(t, []int{1, 2}, b.engine.drained)
 	})
 
 	t.Run("StopsClaimingBeforeTheDeadline", func(t *testing.T) {
@@ -48,17 +48,36 @@ func TestDrainer(t *testing.T) {
 		}
 	})
 
-	t.Run("PartitionsPastTheDeadlineAreRetried", func(t *testing.T) {
+	t.Run("PartitionsWithNoTimeLeftAreRetried", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.engine.passTime = 56 * time.Second
-		ctx := deadlineCtx{context.Background(), b.clk.Now().Add(60 * time.Second)}
+		ctx := deadlineCtx{context.Background(), b.clk.Now()}
 		var ev events.DynamoDBEvent
 		require.NoError(t, json.Unmarshal(readEvent(t, "dynamodb-stream.json"), &ev))
 		resp, err := b.drainer().HandleStream(ctx, ev)
 		require.NoError(t, err)
-		require.Equal(t, []int{1}, b.engine.drained)
-		require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: "111100000000000000000002"}}, resp.BatchItemFailures)
+		require.Empty(t, b.engine.drained)
+		require.Len(t, resp.BatchItemFailures, 3, "every record of a named partition")
+	})
+
+	t.Run("StreamClaimsForItsBudget", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.engine.more = 100
+		b.engine.passTime = 4 * time.Second
+		start := b.clk.Now()
+		ctx := deadlineCtx{context.Background(), start.Add(2 * time.Minute)}
+		ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{Change: events.DynamoDBStreamRecord{
+			Keys: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("P#3")}, SequenceNumber: "7"}}}}
+		resp, err := b.drainer().HandleStream(ctx, ev)
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures, "work left at the budget is no failure")
+		// Passes at 0s, 4s and 8s; none from 12s, past the 10s budget.
+		require.Equal(t, []int{3, 3, 3}, b.engine.drained)
+		for _, w := range b.engine.windows {
+			require.Equal(t, start.Add(DefaultStreamBudget), w.ClaimUntil)
+			require.Equal(t, start.Add(2*time.Minute-5*time.Second), w.Deadline, "attempts still end by the drain deadline")
+		}
 	})
 
 	t.Run("StreamPartitionsDrainAtOnce", func(t *testing.T) {
@@ -69,7 +88,6 @@ func TestDrainer(t *testing.T) {
 		g := &gateEngine{fakeEngine: b.engine, want: 2, release: make(chan struct{})}
 		h := b.drainer()
 		h.Engine = g
-		h.Partitions = 4
 		b.engine.failOn[1] = true
 		var ev events.DynamoDBEvent
 		require.NoError(t, json.Unmarshal(readEvent(t, "dynamodb-stream.json"), &ev))
@@ -104,7 +122,7 @@ type gateEngine struct {
 	release  chan struct{}
 }
 
-func (g *gateEngine) DrainPartition(ctx context.Context, p int, until time.Time) (DrainStats, error) {
+func (g *gateEngine) DrainPartition(ctx context.Context, p int, w DrainWindow) (DrainStats, error) {
 	n := g.inFlight.Add(1)
 	defer g.inFlight.Add(-1)
 	for {
@@ -121,5 +139,5 @@ func (g *gateEngine) DrainPartition(ctx context.Context, p int, until time.Time)
 	case <-time.After(time.Minute):
 		g.timedOut.Store(true)
 	}
-	return g.fakeEngine.DrainPartition(ctx, p, until)
+	return g.fakeEngine.DrainPartition(ctx, p, w)
 }

@@ -17,10 +17,12 @@ type EnginePorts struct {
 	Owner string
 	// Concurrency bounds the lane groups run at once; 0: the engine's default.
 	Concurrency int
-	// Partitions bounds the partitions a sweep drains at once; 0 or 1: one
+	// Partitions bounds the partitions a sweep probes at once; 0 or 1: one
 	// after another. A partition's drain is a few sequential round trips
 	// (claim fence, claim, release) even when nothing is due, so a sweep of
-	// every partition is round-trip bound unless they overlap.
+	// every partition is round-trip bound unless they overlap. A partition
+	// whose drain claimed actions gives its place to the next while it runs
+	// them (outbox.DrainParams.Partitions).
 	Partitions int
 }
 
@@ -47,8 +49,10 @@ func (p EnginePorts) Sweep(ctx context.Context, deadline time.Time) (DrainStats,
 }
 
 // DrainPartition implements Drainer.
-func (p EnginePorts) DrainPartition(ctx context.Context, partition int, deadline time.Time) (DrainStats, error) {
-	r, err := p.Engine.DrainPartition(ctx, partition, p.params(deadline))
+func (p EnginePorts) DrainPartition(ctx context.Context, partition int, w DrainWindow) (DrainStats, error) {
+	dp := p.params(w.Deadline)
+	dp.ClaimUntil = w.ClaimUntil
+	r, err := p.Engine.DrainPartition(ctx, partition, dp)
 	return statsOf(r), err
 }
 

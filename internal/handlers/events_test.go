@@ -29,7 +29,7 @@ func TestEventSamples(t *testing.T) {
 		var resp events.DynamoDBEventResponse
 		require.NoError(t, json.Unmarshal(out, &resp))
 		require.Empty(t, resp.BatchItemFailures)
-		require.Equal(t, []int{1, 2}, b.engine.drained, "each named partition once; the K# record names none")
+		require.ElementsMatch(t, []int{1, 2}, b.engine.drained, "each named partition once; the K# record names none")
 		require.Zero(t, b.engine.sweeps)
 		require.Contains(t, string(out), `"batchItemFailures":[]`)
 	})

@@ -30,6 +30,7 @@ type fakeEngine struct {
 	more       int           // how many passes answer More
 	passTime   time.Duration // clock advance per pass
 	claimUntil []time.Time
+	windows    []DrainWindow // of DrainPartition calls
 }
 
 func (f *fakeEngine) pass(until time.Time) DrainStats {
@@ -50,14 +51,15 @@ func (f *fakeEngine) Sweep(_ context.Context, until time.Time) (DrainStats, erro
 	return f.pass(until), nil
 }
 
-func (f *fakeEngine) DrainPartition(_ context.Context, p int, until time.Time) (DrainStats, error) {
+func (f *fakeEngine) DrainPartition(_ context.Context, p int, w DrainWindow) (DrainStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.drained = append(f.drained, p)
+	f.windows = append(f.windows, w)
 	if f.failOn[p] {
 		return DrainStats{}, errors.New("throttled")
 	}
-	return f.pass(until), nil
+	return f.pass(w.Deadline), nil
 }
 
 func (f *fakeEngine) PartitionOf(pk string) (int, bool) {

@@ -13,13 +13,20 @@ type DrainStats struct {
 	More bool
 }
 
+// DrainWindow bounds one partition's drain: nothing is started that could
+// not finish (inside the write margin) before Deadline, and no batch is
+// claimed once ClaimUntil has passed (zero: until Deadline).
+type DrainWindow struct {
+	Deadline, ClaimUntil time.Time
+}
+
 // Drainer is the part of the engine the drainer handler uses.
 type Drainer interface {
 	// Sweep drains every partition. Nothing is started that could not
 	// finish (inside the write margin) before deadline.
 	Sweep(ctx context.Context, deadline time.Time) (DrainStats, error)
-	// DrainPartition drains one partition, with the same deadline rule.
-	DrainPartition(ctx context.Context, partition int, deadline time.Time) (DrainStats, error)
+	// DrainPartition drains one partition within w.
+	DrainPartition(ctx context.Context, partition int, w DrainWindow) (DrainStats, error)
 	// PartitionOf maps a stream record's "pk" to its partition.
 	PartitionOf(pk string) (int, bool)
 }

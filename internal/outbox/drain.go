@@ -14,14 +14,28 @@ import (
 
 // DrainParams tunes one drain.
 type DrainParams struct {
-	Owner       string    // the drainer's id; default: a fresh random one
-	Deadline    time.Time // stop claiming and starting when it nears; zero = no deadline
-	BatchSize   int       // default Config.BatchSize
-	Concurrency int       // lane groups run at once; default 4
-	// Partitions is how many partitions Sweep drains at once; default 1
+	Owner     string    // the drainer's id; default: a fresh random one
+	Deadline  time.Time // stop claiming and starting when it nears; zero = no deadline
+	BatchSize int       // default Config.BatchSize
+	// Concurrency is how many lane groups run at once; default the batch
+	// size: every group of a batch at once, so a slow provider call holds
+	// only its own group and the next claim waits for the batch's slowest
+	// attempt only (design.md §6).
+	Concurrency int
+	// ClaimUntil, when set, stops the drain claiming new batches once it
+	// has passed (what was claimed runs, under Deadline): a drainer whose
+	// invocation holds others up (a stream shard's next batch) keeps it
+	// short. Zero: claim until Deadline.
+	ClaimUntil time.Time
+	// Partitions is how many partitions Sweep probes at once; default 1
 	// (one after another). Each has its own claim fence, so they never
-	// meet; each runs up to Concurrency lane groups.
+	// meet. With more than one, a partition whose drain claimed actions
+	// gives its place to the next one while it runs them, so a slow
+	// provider holds no place (design.md §6).
 	Partitions int
+	// Started, when set, is called once, when the drain has claimed its
+	// first actions and is about to run them.
+	Started func()
 
 	// fenceUntil is when the drainer's lease on the partition's claim
 	// fence ends (set by DrainPartition).
@@ -59,9 +73,15 @@ func (e *Engine) drainDefaults(p DrainParams) DrainParams {
 		p.BatchSize = e.cfg.BatchSize
 	}
 	if p.Concurrency <= 0 {
-		p.Concurrency = 4
+		p.Concurrency = p.BatchSize
 	}
 	return p
+}
+
+// claimOver reports whether the drain may claim no more batches
+// (DrainParams.ClaimUntil).
+func (e *Engine) claimOver(p DrainParams) bool {
+	return !p.ClaimUntil.IsZero() && !e.clk.Now().Before(p.ClaimUntil)
 }
 
 // nearDeadline reports whether there is too little time left to start an
@@ -131,6 +151,9 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 		return nil, &ValidationError{Field: "partition", Message: fmt.Sprintf("partition %d is not in [0, %d)", partition, MaxPartitions)}
 	}
 	p = e.drainDefaults(p)
+	if p.Started != nil {
+		p.Started = sync.OnceFunc(p.Started)
+	}
 	res := &DrainResult{}
 	until := e.fenceLease(p)
 	p.fenceUntil = until
@@ -158,7 +181,7 @@ func (e *Engine) DrainPartition(ctx context.Context, partition int, p DrainParam
 		if stop, err := e.renewFence(ctx, h, &p, res); stop || err != nil {
 			return res, err
 		}
-		if e.nearDeadline(p) || e.nearFenceEnd(p) {
+		if e.nearDeadline(p) || e.nearFenceEnd(p) || e.claimOver(p) {
 			res.More = true
 			break
 		}
@@ -217,6 +240,9 @@ func (e *Engine) drainBatch(ctx context.Context, partition int, h *fenceHold, p 
 	}
 	if cr.Claimed == 0 {
 		return false, nil
+	}
+	if p.Started != nil {
+		p.Started()
 	}
 	rows := e.readClaimed(ctx, partition, cr.Groups)
 	// The batch's endings go to one retention journal item, written after
@@ -360,9 +386,13 @@ func (e *Engine) releaseRest(ctx context.Context, rest []Action, h *fenceHold, r
 	return nil
 }
 
-// Sweep drains every partition once, starting at a random one, up to
-// p.Partitions at once (by default one after another). The first error stops
-// it from starting further partitions; those under way finish.
+// Sweep drains every partition once, starting at a random one. With
+// p.Partitions above 1 it probes that many partitions at once, and a
+// partition whose drain claimed actions gives its place to the next one
+// while it runs them (DrainParams.Started): a slow provider in one
+// partition delays no other partition's drain (design.md §6). By default
+// one partition after another, in the caller's goroutine. The first error
+// stops it from starting further partitions; those under way finish.
 func (e *Engine) Sweep(ctx context.Context, p DrainParams) (*DrainResult, error) {
 	p = e.drainDefaults(p)
 	// Every partition that may hold a live row (ADR 0011 §2).
@@ -373,47 +403,66 @@ func (e *Engine) Sweep(ctx context.Context, p DrainParams) (*DrainResult, error)
 	// Start at a random partition so that a deadline does not always starve
 	// the same ones.
 	first := e.intN(n)
+	total := &DrainResult{}
+	if p.Partitions <= 1 {
+		// In the caller's goroutine, as a simulator needs.
+		for i := range n {
+			part := (first + i) % n
+			r, err := e.DrainPartition(ctx, part, p)
+			if r != nil {
+				total.add(r)
+			}
+			if err != nil {
+				return total, fmt.Errorf("error draining partition %d: %w", part, err)
+			}
+		}
+		return total, nil
+	}
+	return e.sweepOverlapped(ctx, p, first, n, total)
+}
+
+// sweepOverlapped is Sweep probing p.Partitions partitions at once.
+func (e *Engine) sweepOverlapped(ctx context.Context, p DrainParams, first, n int, total *DrainResult) (*DrainResult, error) {
 	var (
 		mu       sync.Mutex
-		total    = &DrainResult{}
 		firstErr error
-		next     int // how many partitions of the visiting order were started
+		drains   sync.WaitGroup
 	)
-	// take hands out the next partition to drain, false when there is none
-	// left or a drain failed.
-	take := func() (int, bool) {
+	places := make(chan struct{}, min(p.Partitions, n))
+	for i := range n {
+		places <- struct{}{}
 		mu.Lock()
-		defer mu.Unlock()
-		if firstErr != nil || next == n {
-			return 0, false
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop {
+			break
 		}
-		part := (first + next) % n
-		next++
-		return part, true
-	}
-	drain := func() {
-		for part, ok := take(); ok; part, ok = take() {
-			r, err := e.DrainPartition(ctx, part, p)
+		part := (first + i) % n
+		q := p
+		free := sync.OnceFunc(func() { <-places })
+		q.Started = free
+		drains.Go(func() {
+			defer free()
+			r, err := e.DrainPartition(ctx, part, q)
 			mu.Lock()
+			defer mu.Unlock()
 			if r != nil {
 				total.add(r)
 			}
 			if err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("error draining partition %d: %w", part, err)
 			}
-			mu.Unlock()
-		}
+		})
 	}
-	if p.Partitions <= 1 {
-		drain() // in the caller's goroutine, as a simulator needs
-		return total, firstErr
-	}
-	var wg sync.WaitGroup
-	for range min(p.Partitions, n) {
-		wg.Go(drain)
-	}
-	wg.Wait()
+	drains.Wait()
 	return total, firstErr
+}
+
+// LivePartitions is how many partitions a sweep visits: every partition
+// that may hold a live row (the partition map's live, design.md §3.12).
+func (e *Engine) LivePartitions(ctx context.Context) (int, error) {
+	_, live, err := e.partitionCounts(ctx)
+	return live, err
 }
 
 // RunNow carries out one admitted action immediately, through the same claim

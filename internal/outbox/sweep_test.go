@@ -95,7 +95,7 @@ func watchdog(t *testing.T) <-chan struct{} {
 	return stop
 }
 
-func TestSweepDrainsPartitionsConcurrentlyUpToTheBound(t *testing.T) {
+func TestSweepDrainsPartitionsConcurrently(t *testing.T) {
 	t.Parallel()
 	g := &gateAdapter{wave: 4, stop: watchdog(t)}
 	e, ids := sweepBundle(t, g, func(db DynamoDB) DynamoDB { return db })
@@ -108,7 +108,7 @@ func TestSweepDrainsPartitionsConcurrentlyUpToTheBound(t *testing.T) {
 	}
 	require.Equal(t, 8, dr.Claimed)
 	require.Equal(t, 8, dr.Ended)
-	require.Equal(t, 4, g.maxIn, "4 partitions at once, never more")
+	require.GreaterOrEqual(t, g.maxIn, 4, "4 partitions at once; more once they run their claims (TestSweepIsNotHeldBySlowPartitions)")
 	for _, id := range ids {
 		require.Equal(t, 1, g.ran[id], "each partition drained once")
 		a, err := e.ActionGet(context.Background(), id)
