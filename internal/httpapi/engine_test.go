@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +168,34 @@ func TestEngineGetShowsDeliveryEvidence(t *testing.T) {
 	require.Equal(t, map[string]any{"status": "BOUNCED", "at": "2026-11-29T12:00:02Z", "detail": "1 recipient"}, got.json(t)["delivery"])
 	require.Equal(t, "ADMITTED", got.json(t)["state"], "the action itself is unchanged")
 	require.Equal(t, http.StatusNotFound, b.do(t, "GET", "/v1/actions/"+id, tokB, "").Status)
+}
+
+// TestEngineListWithAStateFilterPagesShort is issue 28, item 11 at the API:
+// GET /v1/actions with a state filter examines at most 1,000 actions per
+// request; a page that found fewer than limit (even none) still carries
+// next_cursor, and paging finds the match.
+func TestEngineListWithAStateFilterPagesShort(t *testing.T) {
+	t.Parallel()
+	b := setupEngine(t)
+	eng := b.ob.(*outbox.Engine)
+	var last string
+	for range 1100 {
+		r, err := eng.Enqueue(t.Context(), outbox.EnqueueParams{Kind: "webhook", WorkspaceID: "a", Payload: json.RawMessage(`{"url":"https://example.com/h"}`)})
+		require.NoError(t, err)
+		last = r.Action.ID
+		b.clk.Advance(time.Millisecond)
+	}
+	require.Equal(t, http.StatusOK, b.do(t, "POST", "/v1/actions/"+last+"/cancel", tokA, "").Status)
+	page := b.do(t, "GET", "/v1/actions?state=CANCELLED", tokA, "")
+	require.Equal(t, http.StatusOK, page.Status, "%s", page.Body)
+	m := page.json(t)
+	require.Empty(t, m["actions"], "the first 1,000 actions hold no match")
+	cursor, ok := m["next_cursor"].(string)
+	require.True(t, ok, "a short page still has a cursor: %s", page.Body)
+	page = b.do(t, "GET", "/v1/actions?state=CANCELLED&cursor="+url.QueryEscape(cursor), tokA, "")
+	require.Equal(t, http.StatusOK, page.Status, "%s", page.Body)
+	m = page.json(t)
+	require.Len(t, m["actions"], 1)
+	require.Equal(t, last, m["actions"].([]any)[0].(map[string]any)["id"])
+	require.Nil(t, m["next_cursor"])
 }

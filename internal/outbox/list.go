@@ -30,7 +30,16 @@ type ActionListParams struct {
 	LaneKey     string // optional
 	Limit       int    // default 50, max 500
 	Cursor      string // from a previous result
+	// MaxRows bounds the rows one call examines, matching or not (a state
+	// filter may match few of them): the page comes back short, even
+	// empty, with a cursor. Default DefaultListRows.
+	MaxRows int
 }
+
+// DefaultListRows is ActionListParams.MaxRows's default: a call reads at
+// most about this many rows (half a read unit each from the workspace
+// index's listing), whatever the filter.
+const DefaultListRows = 1000
 
 // ActionListResult is one page of a listing.
 type ActionListResult struct {
@@ -58,6 +67,7 @@ type listRun struct {
 	start  map[string]types.AttributeValue
 	now    time.Time
 	rounds int // index reads so far
+	read   int // rows examined so far
 	res    ActionListResult
 }
 
@@ -66,6 +76,9 @@ type listRun struct {
 type listPage struct {
 	items []map[string]types.AttributeValue
 	last  map[string]types.AttributeValue
+	// examined counts the rows (or index entries) the round read,
+	// matching or not.
+	examined int
 }
 
 // ActionList lists a workspace's actions: by the workspace index (oldest
@@ -86,11 +99,12 @@ func (e *Engine) ActionList(ctx context.Context, p ActionListParams) (*ActionLis
 		if err != nil {
 			return nil, err
 		}
+		r.read += pg.examined
 		next := r.collect(pg)
 		switch {
 		case next == nil:
 			return &r.res, nil
-		case len(r.res.Actions) == r.p.Limit:
+		case len(r.res.Actions) == r.p.Limit || r.read >= r.p.MaxRows:
 			r.res.NextCursor, err = e.sealCursor(ctx, r, next)
 			return &r.res, err
 		}
@@ -105,6 +119,9 @@ func checkListParams(p ActionListParams) (ActionListParams, error) {
 	}
 	if p.Limit < 0 || p.Limit > 500 {
 		return p, &ValidationError{Field: "limit", Message: "must be between 1 and 500"}
+	}
+	if p.MaxRows <= 0 {
+		p.MaxRows = DefaultListRows
 	}
 	if p.State != "" && !p.State.Valid() {
 		return p, &ValidationError{Field: "state", Message: fmt.Sprintf("unknown state %q", p.State)}
@@ -181,7 +198,7 @@ func (e *Engine) listPage(ctx context.Context, r *listRun) (listPage, error) {
 func (e *Engine) workspaceListPage(ctx context.Context, r *listRun) (listPage, error) {
 	// The first round reads as many entries as the page needs; later ones
 	// (a filter left some out) read a full batch.
-	lim := listPageMax
+	lim := min(listPageMax, r.p.MaxRows-r.read)
 	if r.rounds == 0 {
 		lim = min(lim, r.p.Limit-len(r.res.Actions))
 	}
@@ -209,7 +226,7 @@ func (e *Engine) workspaceListPage(ctx context.Context, r *listRun) (listPage, e
 	if err != nil {
 		return listPage{}, fmt.Errorf("error reading listed actions: %w", err)
 	}
-	pg := listPage{last: out.LastEvaluatedKey}
+	pg := listPage{last: out.LastEvaluatedKey, examined: len(out.Items)}
 	for _, it := range out.Items {
 		// A row gone since the index was written (ended and deleted) or
 		// reused under another id is left out.
@@ -236,12 +253,12 @@ func (e *Engine) laneListPage(ctx context.Context, r *listRun) (listPage, error)
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": avS(partitionPK(part)), ":a": avS("A#"), ":ws": avS(r.p.WorkspaceID), ":lane": avS(r.p.LaneKey),
 		},
-		ExclusiveStartKey: r.start, Limit: aws.Int32(int32(min(4*r.p.Limit, 1000))), ConsistentRead: aws.Bool(true),
+		ExclusiveStartKey: r.start, Limit: aws.Int32(int32(min(4*r.p.Limit, 1000, r.p.MaxRows-r.read))), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return listPage{}, fmt.Errorf("error listing actions: %w", err)
 	}
-	pg := listPage{items: out.Items, last: out.LastEvaluatedKey}
+	pg := listPage{items: out.Items, last: out.LastEvaluatedKey, examined: int(out.ScannedCount)}
 	if pg.last == nil {
 		pg.last = after
 	}
@@ -296,12 +313,12 @@ func (e *Engine) scanListPage(ctx context.Context, r *listRun) (listPage, error)
 	}
 	out, err := e.db.Scan(ctx, &dynamodb.ScanInput{
 		TableName: e.table(), FilterExpression: aws.String(filter), ExpressionAttributeNames: names,
-		ExpressionAttributeValues: vals, ExclusiveStartKey: r.start, Limit: aws.Int32(int32(min(4*r.p.Limit, 1000))),
+		ExpressionAttributeValues: vals, ExclusiveStartKey: r.start, Limit: aws.Int32(int32(min(4*r.p.Limit, 1000, r.p.MaxRows-r.read))),
 	})
 	if err != nil {
 		return listPage{}, fmt.Errorf("error listing actions: %w", err)
 	}
-	return listPage{items: out.Items, last: out.LastEvaluatedKey}, nil
+	return listPage{items: out.Items, last: out.LastEvaluatedKey, examined: int(out.ScannedCount)}, nil
 }
 
 // listCursor is what a cursor carries: the listing it continues and the key
