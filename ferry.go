@@ -129,14 +129,16 @@ var (
 )
 
 // TransitionError (a refused state change), ValidationError (a field
-// refused, named), TooLargeError (a payload over the limit) and
-// BatchItemError (which action of a batch was refused, wrapping why) carry
-// data; match them with errors.As.
+// refused, named), TooLargeError (a payload over the limit),
+// BatchItemError (which action of a batch was refused, wrapping why) and
+// LaneBusyError (a lane's tail kept moving under concurrent enqueues:
+// nothing written, retry) carry data; match them with errors.As.
 type (
 	TransitionError = outbox.TransitionError
 	ValidationError = outbox.ValidationError
 	TooLargeError   = outbox.TooLargeError
 	BatchItemError  = outbox.BatchItemError
+	LaneBusyError   = outbox.LaneBusyError
 )
 
 // Result constructors for adapters.

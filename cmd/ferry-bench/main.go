@@ -57,6 +57,7 @@ func run() error {
 		sArr        = flag.Int("scale-arrivals", 0, "arrivals per scale point's window (default 12000; window 3 s..20 s)")
 		sLanes      = flag.Int("scale-lanes", 0, "scale model: put every action in one of this many lanes (0 = keyless)")
 		sTable      = flag.Float64("scale-table-wru", 0, "the table's write quota in the scale model, units a second (default DynamoDB's 40000)")
+		hotLane     = flag.String("hot-lane", "run", "enqueues into one lane: run, none, or only (the table alone, printed; no Markdown)")
 	)
 	flag.Parse()
 	ctx := context.Background()
@@ -110,6 +111,22 @@ func run() error {
 			return err
 		}
 		return f.Close()
+	}
+	switch *hotLane {
+	case "only":
+		pl, err := bench.PayloadFor(ctx, 1024)
+		if err != nil {
+			return err
+		}
+		hs, err := bench.HotLanes(ctx, pl, step)
+		if err != nil {
+			return err
+		}
+		bench.HotLaneSection(os.Stdout, hs)
+		return nil
+	case "run", "none":
+	default:
+		return fmt.Errorf("-hot-lane: want run, none or only, not %q", *hotLane)
 	}
 	switch *scale {
 	case "only":
@@ -173,6 +190,11 @@ func run() error {
 		return err
 	}
 	res.Throughput = &t
+	if *hotLane == "run" {
+		if res.HotLane, err = bench.HotLanes(ctx, pl, step); err != nil {
+			return err
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err

@@ -91,3 +91,14 @@ func TestDeferredWorkload(t *testing.T) {
 	require.InDelta(t, 2.2, c.IndexWRU["due"], 0.05, "2 per action, 2 more per deferral (1 in 10)")
 	requireBreakdownIsTheTotal(t, c)
 }
+
+// TestHotLaneRunCountsRefusalsApart: the hot-lane run's clients get only
+// answers and LaneBusyError refusals (any other error fails it), and every
+// request is one or the other.
+func TestHotLaneRunCountsRefusalsApart(t *testing.T) {
+	t.Parallel()
+	h, err := HotLaneRun(context.Background(), 8, 1, 300*time.Millisecond, 200)
+	require.NoError(t, err)
+	require.Positive(t, h.Actions)
+	require.Equal(t, h.Requests, h.Actions+h.Refused)
+}

@@ -20,6 +20,7 @@ type Results struct {
 	StreamCosts []Cost        // the stream wake-up runs' costs (informational)
 	Latency     []Latency
 	Throughput  *Throughput
+	HotLane     []HotLane // enqueues into one lane (issue 28)
 	Memory      []Memory
 	Bootstraps  []Bootstrap
 	Scale       []ScalePoint
@@ -261,6 +262,14 @@ func (r *Results) Markdown(w io.Writer) {
 		p("| %d | %d | %d | %s | **%.0f** | %s |", t.Actions, t.BatchSize, t.Concurrency, t.Elapsed.Round(time.Millisecond), t.PerSecond, ceil)
 		p("")
 		p("One partition, one drainer (the claim fence admits one at a time), a due backlog of keyless webhook actions, every DynamoDB call delayed 5 ms in real time (not simulated: the drainer's parallel attempts overlap their calls here as they would against DynamoDB, which a single simulated clock cannot show). Wall time on this shared machine, so a lower bound of what the code can do. A drain faster than the ceiling would be throttled by DynamoDB: the ceiling, not the drainer, then sets the rate.")
+	} else {
+		p("Not measured in this run.")
+	}
+	p("")
+	p("## A hot lane: enqueues into one lane (issue 28)")
+	p("")
+	if len(r.HotLane) > 0 {
+		HotLaneSection(w, r.HotLane)
 	} else {
 		p("Not measured in this run.")
 	}

@@ -229,7 +229,16 @@ type enqueuer struct {
 
 func (r *scaleRun) newEngine() (*outbox.Engine, error) {
 	r.engSeq++
-	return outbox.New(r.mdb, r.s, r.reg, r.cfg, outbox.WithRand(rand.New(rand.NewPCG(r.p.Seed, r.engSeq))))
+	return outbox.New(r.mdb, r.s, r.reg, r.cfg, outbox.WithRand(rand.New(rand.NewPCG(r.p.Seed, r.engSeq))),
+		outbox.WithSleeper(r.sleep))
+}
+
+// sleep is the engines' Sleeper: a wait on the caller's simulated time.
+func (r *scaleRun) sleep(_ context.Context, d time.Duration) error {
+	if a := r.s.self(); a != nil {
+		a.wait(d)
+	}
+	return nil
 }
 
 // ScaleRun runs one point of the model.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,4 +199,61 @@ func TestEngineListWithAStateFilterPagesShort(t *testing.T) {
 	require.Len(t, m["actions"], 1)
 	require.Equal(t, last, m["actions"].([]any)[0].(map[string]any)["id"])
 	require.Nil(t, m["next_cursor"])
+}
+
+// TestEngineHotLaneAnswers429Not500 is issue 28, item 2: concurrent
+// enqueues into one lane answered 500 internal once an enqueue's tries were
+// all refused by the lane tail moving (TransactionCanceledException with
+// ConditionalCheckFailed). Fifty clients enqueue into one lane at once
+// through the handler on the embedded DynamoDB (a millisecond per call, so
+// that their reads and writes interleave): every answer is 201 or 429
+// throttled with Retry-After, never 500, and the lane holds exactly the
+// actions answered 201.
+func TestEngineHotLaneAnswers429Not500(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clk := clock.NewManual(testStart)
+	db := ddblocal.New(ddblocal.WithClock(clk), ddblocal.WithFaults(ddblocal.FaultPlanFunc(func(ddblocal.Call) ddblocal.Fault {
+		return ddblocal.Fault{Delay: time.Millisecond}
+	})))
+	reg := outbox.NewRegistry()
+	require.NoError(t, reg.Register(testAdapter{"webhook"}))
+	eng, err := outbox.New(db, clk, reg, outbox.Config{Table: "ferry", Partitions: 4})
+	require.NoError(t, err)
+	require.NoError(t, eng.EnsureTable(ctx))
+	b := newBundle(t, clk, eng, func() int { return 0 }, Limits{})
+
+	const clients, each = 50, 10
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range each {
+				ans := b.do(t, "POST", "/v1/actions", tokA, `{"kind":"webhook","lane_key":"hot","payload":{"url":"https://example.com/h"}}`)
+				if ans.Status == http.StatusTooManyRequests {
+					code, _ := ans.errorCode(t)
+					require.Equal(t, CodeThrottled, code)
+					require.Equal(t, "1", ans.Header.Get("Retry-After"))
+				}
+				mu.Lock()
+				statuses[ans.Status]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("answers: %v", statuses)
+	require.Zero(t, statuses[http.StatusInternalServerError], "no 500: %v", statuses)
+	require.Equal(t, clients*each, statuses[http.StatusCreated]+statuses[http.StatusTooManyRequests], "%v", statuses)
+	listed, cursor := 0, ""
+	for {
+		res, err := eng.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "a", LaneKey: "hot", Limit: 500, Cursor: cursor})
+		require.NoError(t, err)
+		listed += len(res.Actions)
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
+	}
+	require.Equal(t, statuses[http.StatusCreated], listed, "the lane holds what was answered 201, nothing of the 429s")
 }

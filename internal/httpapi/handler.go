@@ -262,6 +262,7 @@ func (h *Handler) toAPIError(ctx context.Context, err error) *apiError {
 	var ve *outbox.ValidationError
 	var pe *outbox.PayloadError
 	var tl *outbox.TooLargeError
+	var lb *outbox.LaneBusyError
 	switch {
 	case errors.Is(err, outbox.ErrNotFound):
 		return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such action"}
@@ -284,6 +285,9 @@ func (h *Handler) toAPIError(ctx context.Context, err error) *apiError {
 	case errors.As(err, &tl):
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge, Field: "payload",
 			Message: fmt.Sprintf("payload: %d bytes is over the limit of %d bytes", tl.Size, tl.Max)}
+	case errors.As(err, &lb):
+		return &apiError{Status: http.StatusTooManyRequests, Code: CodeThrottled,
+			Message: "the lane is busy: other enqueues into it landed first, and nothing of this request was written; retry after Retry-After, or send the lane's actions together in one POST /v1/actions:batch"}
 	case isThrottle(err):
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeThrottled, Message: "the table is busy; retry after a short wait"}
 	case isUnavailable(err):

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -52,6 +53,27 @@ func WithObserver(o Observer) Option { return func(e *Engine) { e.obs = o } }
 // fixes the clock and passes its own source replays exactly.
 func WithRand(r *rand.Rand) Option { return func(e *Engine) { e.rnd = r } }
 
+// Sleeper waits d, or until ctx ends (then it returns ctx's error).
+type Sleeper func(ctx context.Context, d time.Duration) error
+
+// WithSleeper sets how the engine waits, which it does only between the
+// tries of an enqueue refused by a lane tail that moved (design.md §4.3):
+// a model's simulated time, or no wait at all. The default waits on a
+// real timer.
+func WithSleeper(s Sleeper) Option { return func(e *Engine) { e.sleep = s } }
+
+// timerSleep is the default Sleeper.
+func timerSleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Engine carries out the outbox protocols on one table.
 type Engine struct {
 	db   DynamoDB
@@ -63,6 +85,7 @@ type Engine struct {
 
 	rndMu sync.Mutex
 	rnd   *rand.Rand
+	sleep Sleeper
 
 	spread atomic.Uint64 // keyless partition round robin
 
@@ -88,7 +111,7 @@ func New(db DynamoDB, clk clock.Clock, reg *Registry, cfg Config, opts ...Option
 		return nil, fmt.Errorf("outbox: config: %w", err)
 	}
 	e := &Engine{
-		db: db, clk: clk, reg: reg, cfg: cfg, obs: NopObserver{},
+		db: db, clk: clk, reg: reg, cfg: cfg, obs: NopObserver{}, sleep: timerSleep,
 		boff:    Backoff{Base: cfg.RetryBase, Cap: cfg.RetryCap},
 		seqNext: map[int]int64{}, seqEnd: map[int]int64{},
 	}

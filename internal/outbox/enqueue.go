@@ -483,8 +483,27 @@ func (e *Engine) Enqueue(ctx context.Context, p EnqueueParams) (*EnqueueResult, 
 	return &rs[0], nil
 }
 
+// maxEnqueueRounds bounds the transactions of one enqueue refused by a lane
+// tail that moved (or a concurrent transaction) before it answers
+// *LaneBusyError.
+const maxEnqueueRounds = 9
+
+// maxLaneBackoff caps the wait before an enqueue's next try after its
+// lane's tail moved: the wait after try n is uniform in [0, 2^(n-1) ms),
+// at most this, so that contenders spread out (127 ms at most in all).
+const maxLaneBackoff = 32 * time.Millisecond
+
+// laneBackoff is the wait after the round-th refused try (from 0), drawn
+// from the engine's source.
+func (e *Engine) laneBackoff(round int) time.Duration {
+	ceiling := min(time.Millisecond<<min(round, 10), maxLaneBackoff)
+	return time.Duration(e.intN(int(ceiling/time.Microsecond))) * time.Microsecond
+}
+
 // EnqueueBatch records up to 25 actions atomically: all of them or none.
-// Actions whose idempotency key was seen come back with Existing set.
+// Actions whose idempotency key was seen come back with Existing set. A
+// lane whose tail kept moving under concurrent enqueues answers
+// *LaneBusyError, having written nothing.
 func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]EnqueueResult, error) {
 	if len(ps) == 0 || len(ps) > MaxBatchEnqueue {
 		return nil, &ValidationError{Field: "actions", Message: fmt.Sprintf("a batch holds 1 to %d actions, got %d", MaxBatchEnqueue, len(ps))}
@@ -525,8 +544,13 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueu
 			}
 			return results, nil
 		}
-		if existing == nil || round >= 8 {
+		if existing == nil {
 			return nil, err
+		}
+		if round >= maxEnqueueRounds-1 {
+			// A tail that moved every time: the lane takes enqueues one
+			// after another (design.md §4.3).
+			return nil, &LaneBusyError{Tries: round + 1, Err: err}
 		}
 		// Some keys were seen (or a lane tail moved): answer those with the
 		// first action and write the rest again.
@@ -540,6 +564,13 @@ func (e *Engine) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueu
 		}
 		if len(rest) == 0 {
 			return results, nil
+		}
+		if len(rest) == len(pending) {
+			// No key was seen: a lane tail moved (or a transaction
+			// conflicted). Let the enqueues that won go first.
+			if err := e.sleep(ctx, e.laneBackoff(round)); err != nil {
+				return nil, err
+			}
 		}
 		pending = rest
 	}

@@ -84,3 +84,20 @@ func (e *BatchItemError) Error() string {
 }
 
 func (e *BatchItemError) Unwrap() error { return e.Err }
+
+// LaneBusyError says an enqueue gave up after Tries transactions refused
+// because a lane's tail (design.md §3.4) kept moving: other enqueues into
+// the same lane landed first each time. Nothing of it was written. It is
+// the lane's limit, not a fault: retry after a short wait (HTTP 429 with
+// Retry-After), or send a lane's actions together in one EnqueueBatch,
+// which moves the tail once for all of them (docs/api.md, "A hot lane").
+type LaneBusyError struct {
+	Tries int
+	Err   error // the last refusal
+}
+
+func (e *LaneBusyError) Error() string {
+	return fmt.Sprintf("outbox: the lane was busy: %d tries refused as other enqueues into it landed first; retry after a short wait, or enqueue the lane's actions in one batch", e.Tries)
+}
+
+func (e *LaneBusyError) Unwrap() error { return e.Err }

@@ -377,6 +377,9 @@ func newWorld(opt Options) *world {
 
 // build gives h an engine with parts partitions. The first engine of each
 // host draws from the source every run always used.
+// noSleep is the engines' Sleeper: it returns at once.
+func noSleep(context.Context, time.Duration) error { return nil }
+
 func (w *world) build(h *host, parts int) {
 	cfg := w.cfg
 	cfg.Partitions = parts
@@ -384,7 +387,9 @@ func (w *world) build(h *host, parts int) {
 	if h.gen > 0 {
 		src = rand.NewPCG(w.opt.Seed+uint64(h.idx)+1, 77+uint64(h.gen))
 	}
-	eng, err := outbox.New(w.wrap, h.clk, h.reg, cfg, outbox.WithRand(rand.New(src)))
+	// No wait between an enqueue's refused tries: steps are atomic, and a
+	// wait would only spend wall time.
+	eng, err := outbox.New(w.wrap, h.clk, h.reg, cfg, outbox.WithRand(rand.New(src)), outbox.WithSleeper(noSleep))
 	if err != nil {
 		panic(fmt.Sprintf("sim: engine: %v", err))
 	}
