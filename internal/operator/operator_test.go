@@ -177,6 +177,8 @@ func TestPartitionsSetsTheCountLive(t *testing.T) {
 	tb.s.Yes = true
 	require.NoError(t, tb.s.Partitions(tb.ctx, 8))
 	require.Contains(t, tb.out.String(), "count 8 (new lanes and keyless actions), live 8, kept 8")
+	// What the change costs is said before it is made, --yes or not.
+	require.Contains(t, tb.err.String(), "8 partitions cost about 23 k write and 17 k read units a day idle (2 now: 6 k and 4 k)")
 	seen := map[int]bool{}
 	for range 16 {
 		seen[tb.enqueue(t, outbox.EnqueueParams{}).Partition] = true

@@ -21,6 +21,8 @@ func (s *Session) Partitions(ctx context.Context, set int) error {
 		if err != nil {
 			return classify(err)
 		}
+		// What it costs, before anything is asked or done (--yes too).
+		fmt.Fprintln(s.Err, outbox.PartitionCountCost(before.Live, set))
 		if err := s.confirm(fmt.Sprintf("Make %d the partition count of table %s (now %d)? Lanes with live actions keep their partition until they drain", set, s.Target.Table, before.Count)); err != nil {
 			return err
 		}

@@ -275,8 +275,8 @@ func setCount(m partitionMap, cfg *Config, n int, now time.Time) *mapUpdate {
 // members stay in their partition until they drain; partitions above the
 // count are drained, reaped and swept until the reaper retires them empty.
 func (e *Engine) PartitionsSet(ctx context.Context, n int) error {
-	if n < 1 || n > MaxPartitions {
-		return &ValidationError{Field: "partitions", Message: fmt.Sprintf("must be between 1 and %d, got %d", MaxPartitions, n)}
+	if n < 1 || n > MaxPartitionCount {
+		return &ValidationError{Field: "partitions", Message: fmt.Sprintf("must be between 1 and %d, got %d", MaxPartitionCount, n)}
 	}
 	for try := 0; try < 8; try++ {
 		m, err := e.readPartitionMap(ctx, true)
@@ -349,38 +349,52 @@ func (e *Engine) applyPartitions(ctx context.Context) error {
 const retireGrace = 2 * MapTTL
 
 // retirePartitions lowers the watermarks over partitions above the count
-// that are empty (ADR 0011 §2): live when the top partition holds no live
-// row, kept when it holds no action row and no retention journal item. One
-// partition a call, from the top, and only retireGrace after the count
-// changed.
+// that are empty (ADR 0011 §2): live over the top partitions that hold no
+// live row, then kept over those of them that hold no action row and no
+// retention journal item. From the top, each partition checked after the
+// one above it was found empty, at most MaxRetirePerRun checks a call, one
+// map update for all of them; and only retireGrace after the count
+// changed. Nothing can land in a partition above the count once every
+// engine uses it (a lane member joins one only behind a live member), so a
+// partition found empty stays empty until the update; an update after a
+// count change meanwhile is refused by the map's version.
 func (e *Engine) retirePartitions(ctx context.Context) error {
 	m, err := e.readPartitionMap(ctx, true)
 	if err != nil || m.n == 0 || e.clk.Now().Sub(m.changed) < retireGrace {
 		return err
 	}
 	live, kept := m.liveUpTo(&e.cfg), m.keptUpTo(&e.cfg)
-	u := newMapUpdate()
-	switch {
-	case live > m.n:
-		empty, err := e.noLiveRow(ctx, live-1)
-		if err != nil || !empty {
-			return err
-		}
-		u.setTo(attrMapLiv, avN(int64(live-1)))
-	case kept > live:
-		empty, err := e.noRow(ctx, kept-1)
-		if err != nil || !empty {
-			return err
-		}
-		u.setTo(attrMapKep, avN(int64(kept-1)))
-	default:
-		return nil
+	checks := 0
+	// A failed check keeps what the checks before it found.
+	newLive, checkErr := e.retireFrom(ctx, live, m.n, &checks, e.noLiveRow)
+	newKept := kept
+	if checkErr == nil {
+		newKept, checkErr = e.retireFrom(ctx, kept, newLive, &checks, e.noRow)
 	}
+	if newLive == live && newKept == kept {
+		return checkErr
+	}
+	u := newMapUpdate().setTo(attrMapLiv, avN(int64(newLive))).setTo(attrMapKep, avN(int64(newKept)))
 	if _, err := e.updatePartitionMap(ctx, m, u); err != nil {
 		return err
 	}
 	e.forgetPartitionMap()
-	return nil
+	return checkErr
+}
+
+// retireFrom lowers a watermark from top towards floor over the partitions
+// empty (the check) from the top down, while checks stay under
+// MaxRetirePerRun; it returns the new watermark.
+func (e *Engine) retireFrom(ctx context.Context, top, floor int, checks *int, empty func(context.Context, int) (bool, error)) (int, error) {
+	for top > floor && *checks < MaxRetirePerRun {
+		*checks++
+		ok, err := empty(ctx, top-1)
+		if err != nil || !ok {
+			return top, err
+		}
+		top--
+	}
+	return top, nil
 }
 
 // noLiveRow reports whether partition p holds no live action: nothing in

@@ -474,3 +474,37 @@ var _ = register("AboveTheCountAnEndedTailPastTheWalkWaitsBehindIt", func(ctx co
 	r, _, _ := tb.claim(t, last.Partition, 10)
 	require.Equal(t, [][]string{{pe.Action.ID}}, ids(r))
 })
+
+// Issue 28, item 5: a mistaken raise (`ferry partitions --set 4000`) was
+// undone one partition a reaper run (about 35 hours). Empty partitions
+// above the count now go together, up to MaxRetirePerRun checks a run; a
+// live row stops the retirement at its partition until it ends.
+var _ = register("MistakenRaiseIsUndoneInAFewReaperRuns", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
+	require.NoError(t, tb.e.PartitionsSet(ctx, 200))
+	var lane string
+	for i := 0; lane == ""; i++ {
+		if l := "lane-" + strconv.Itoa(i); outbox.LanePartition("ws", l, 200) == 150 {
+			lane = l
+		}
+	}
+	held := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane, Propose: true}) // live, in no index
+	require.Equal(t, 150, held.Partition)
+	require.NoError(t, tb.e.PartitionsSet(ctx, 4))
+	tb.b.Clock.Advance(2 * outbox.MapTTL)
+	reap := func() outbox.PartitionLayout {
+		t.Helper()
+		_, err := tb.settled().Reap(ctx)
+		require.NoError(t, err)
+		return tb.layout(t)
+	}
+	l := reap()
+	require.Equal(t, 151, l.Live, "retired down to the proposal's partition in one run")
+	require.Equal(t, 151, l.Kept, "and kept with it: the empty partitions hold no row")
+	_, err := tb.e.Cancel(ctx, held.ID)
+	require.NoError(t, err)
+	l = reap()
+	require.Equal(t, 4, l.Live, "the rest in the next run")
+	require.Equal(t, 151, l.Kept, "the cancelled row is kept until retention")
+	require.Equal(t, 4, tb.layout(t).Count)
+})
