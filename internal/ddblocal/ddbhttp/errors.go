@@ -17,6 +17,7 @@ const (
 	codeMissingAuth      = "MissingAuthenticationTokenException"
 	codeInternal         = "InternalServerError"
 	codeTooLarge         = "RequestEntityTooLarge"
+	codeRequestTimeout   = "RequestTimeoutException" // the SDKs retry it
 )
 
 // DynamoDB's errors come from three namespaces: the service's own modeled
@@ -35,7 +36,7 @@ func errorType(code string) string {
 	switch code {
 	case codeValidation:
 		return namespaceValidate + code
-	case codeSerialization, codeUnknownOperation, codeMissingAuth, codeTooLarge,
+	case codeSerialization, codeUnknownOperation, codeMissingAuth, codeTooLarge, codeRequestTimeout,
 		"AccessDeniedException", "UnrecognizedClientException",
 		"IncompleteSignatureException", "InvalidSignatureException",
 		"MalformedQueryString", "InvalidAction":
@@ -56,6 +57,8 @@ func errorStatus(code string, fault smithy.ErrorFault) int {
 		return http.StatusServiceUnavailable
 	case codeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case codeRequestTimeout:
+		return http.StatusRequestTimeout
 	}
 	if fault == smithy.FaultServer {
 		return http.StatusInternalServerError

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ type handlerConfig struct {
 	requestID    func() string
 	maxBodyBytes int64
 	requireAuth  bool
+	timeouts     Timeouts
 }
 
 // WithLogger sets the logger for request failures and recovered panics.
@@ -88,6 +90,7 @@ func NewHandler(b Backend, opts ...Option) *Handler {
 		logger:       slog.New(slog.DiscardHandler),
 		requestID:    randomRequestID,
 		maxBodyBytes: DefaultMaxBodyBytes,
+		timeouts:     DefaultTimeouts,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -154,6 +157,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if errors.Is(err, errBadEncoding) {
 			h.fail(w, reqID, op, &requestError{code: codeInternal, message: "Internal server error"})
+			return
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// The server's read deadline (Timeouts.Read) passed mid-body.
+			h.fail(w, reqID, op, &requestError{code: codeRequestTimeout,
+				message: fmt.Sprintf("the request body did not arrive within %s", h.cfg.timeouts.Read)})
 			return
 		}
 		h.fail(w, reqID, op, serializationError("reading the request body: %v", err))

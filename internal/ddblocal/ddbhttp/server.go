@@ -14,6 +14,63 @@ import (
 // flight.
 const shutdownGrace = 5 * time.Second
 
+// Timeouts bound how long the server waits on a client, so that clients
+// that stall (a slowly sent request, a keep-alive connection left open)
+// cannot hold connections and goroutines forever. A zero field takes its
+// default.
+type Timeouts struct {
+	// ReadHeader: the request line and headers (default 10 s).
+	ReadHeader time.Duration
+	// Read: the whole request, body included (default 60 s: DynamoDB's
+	// largest request, 16 MB, at under 300 KB/s). A body that stops
+	// arriving answers 408 RequestTimeoutException, which the SDKs retry.
+	Read time.Duration
+	// Write: from the end of the request to the end of the answer (default
+	// 60 s).
+	Write time.Duration
+	// Idle: a keep-alive connection waiting for its next request (default
+	// 60 s, as an AWS load balancer's).
+	Idle time.Duration
+}
+
+// DefaultTimeouts are the server's timeouts unless WithTimeouts changes
+// them.
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 60 * time.Second, Write: 60 * time.Second, Idle: 60 * time.Second}
+
+// WithTimeouts sets the server's timeouts (Serve and ListenAndServe; the
+// handler alone has none).
+func WithTimeouts(t Timeouts) Option {
+	return func(c *handlerConfig) {
+		c.timeouts = t.orDefaults()
+	}
+}
+
+func (t Timeouts) orDefaults() Timeouts {
+	pick := func(v, def time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	return Timeouts{ReadHeader: pick(t.ReadHeader, DefaultTimeouts.ReadHeader), Read: pick(t.Read, DefaultTimeouts.Read),
+		Write: pick(t.Write, DefaultTimeouts.Write), Idle: pick(t.Idle, DefaultTimeouts.Idle)}
+}
+
+// newServer is the http.Server Serve runs.
+func newServer(ctx context.Context, b Backend, logger *slog.Logger, opts ...Option) *http.Server {
+	h := NewHandler(b, append([]Option{WithLogger(logger)}, opts...)...)
+	t := h.cfg.timeouts
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Write,
+		IdleTimeout:       t.Idle,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+}
+
 // ListenAndServe serves b as a DynamoDB endpoint on addr (for example
 // "127.0.0.1:8000", what `ferry dynamodb` listens on) until ctx is done, then
 // shuts down gracefully and returns nil. It returns an error if addr cannot
@@ -33,12 +90,7 @@ func Serve(ctx context.Context, ln net.Listener, b Backend, logger *slog.Logger,
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	srv := &http.Server{
-		Handler:           NewHandler(b, append([]Option{WithLogger(logger)}, opts...)...),
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	srv := newServer(ctx, b, logger, opts...)
 	logger.Info("serving DynamoDB", "addr", ln.Addr().String())
 
 	errc := make(chan error, 1)

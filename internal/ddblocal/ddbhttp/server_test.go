@@ -1,12 +1,15 @@
 package ddbhttp_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -79,4 +82,74 @@ func TestListenAndServeRefusesBadAddress(t *testing.T) {
 	t.Parallel()
 	err := ddbhttp.ListenAndServe(context.Background(), "127.0.0.1:-1", &fakeBackend{}, nil)
 	require.ErrorContains(t, err, "127.0.0.1:-1")
+}
+
+// TestServerCutsStalledClients (issue 28 item 11): a client that sends its
+// headers slowly, stops sending its body, or leaves a keep-alive connection
+// idle is cut off once the server's timeouts pass (here shortened), over
+// loopback connections. Before, `ferry dynamodb` kept 50 of 50 idle
+// connections after 71 s and waited forever for a body.
+func TestServerCutsStalledClients(t *testing.T) {
+	t.Parallel()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ddbhttp.Serve(ctx, ln, &fakeBackend{}, nil,
+			ddbhttp.WithTimeouts(ddbhttp.Timeouts{ReadHeader: 200 * time.Millisecond, Read: 400 * time.Millisecond, Idle: 300 * time.Millisecond}))
+	}()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	dial := func(t *testing.T) net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		// The bound of the wait, not a timing goal: far beyond the
+		// server's timeouts, so only a server that never cuts fails.
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Second)))
+		return c
+	}
+	closedByServer := func(t *testing.T, r *bufio.Reader) {
+		_, err := io.ReadAll(r)
+		require.NoError(t, err, "the server closes the connection (a read deadline here would mean it never did)")
+	}
+
+	t.Run("headers sent slowly", func(t *testing.T) {
+		c := dial(t)
+		_, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\n")
+		require.NoError(t, err)
+		closedByServer(t, bufio.NewReader(c))
+	})
+	t.Run("a body that stops arriving", func(t *testing.T) {
+		c := dial(t)
+		_, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: DynamoDB_20120810.GetItem\r\n"+
+			"Content-Type: application/x-amz-json-1.0\r\nContent-Length: 1000\r\n\r\n{\"TableName\":")
+		require.NoError(t, err)
+		r := bufio.NewReader(c)
+		resp, err := http.ReadResponse(r, nil)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "%s", body)
+		require.Contains(t, string(body), "RequestTimeoutException")
+		require.Contains(t, string(body), "did not arrive within 400ms")
+		closedByServer(t, r)
+	})
+	t.Run("an idle keep-alive connection", func(t *testing.T) {
+		c := dial(t)
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		r := bufio.NewReader(c)
+		resp, err := http.ReadResponse(r, nil)
+		require.NoError(t, err)
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.False(t, resp.Close, "a keep-alive connection")
+		closedByServer(t, r)
+	})
 }
