@@ -139,14 +139,7 @@ func TestDataDirDamageIsRefusedThenSalvaged(t *testing.T) {
 	ctx := context.Background()
 	cmd, endpoint := startDynamoDB(t, dir)
 	c := client(t, endpoint)
-	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("damaged"), BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeN}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-	})
-	require.NoError(t, err)
-	require.NoError(t, dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 10 * time.Millisecond }).
-		Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("damaged")}, time.Minute))
+	createIDTable(t, c, "damaged")
 	for i := range 60 {
 		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("damaged"), Item: map[string]types.AttributeValue{
 			"id": &types.AttributeValueMemberN{Value: fmt.Sprint(i)}}})
@@ -212,4 +205,19 @@ func TestDataDirSecondProcessIsRefused(t *testing.T) {
 	}
 	require.Error(t, err, "%s", out)
 	require.Contains(t, string(out), "the data directory "+dir+" is in use by another process")
+}
+
+// createIDTable creates a table keyed by a number "id" and waits until it
+// is ACTIVE.
+func createIDTable(t *testing.T, c *dynamodb.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeN}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 10 * time.Millisecond }).
+		Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute))
 }

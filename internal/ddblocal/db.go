@@ -53,12 +53,14 @@ type DB struct {
 	deleting    map[string]*deletingTable
 
 	// persistence (Open)
-	persistent bool
-	snapEvery  int64
-	snapSet    bool
-	salvage    bool
-	recovery   Recovery
-	unlockDir  func()
+	persistent  bool
+	snapEvery   int64
+	snapSet     bool
+	salvage     bool
+	disk        diskHooks
+	reserveSize int
+	recovery    Recovery
+	unlockDir   func()
 }
 
 // Option configures a DB.
@@ -160,6 +162,11 @@ func (db *DB) begin(ctx context.Context, op, tableName string) (*call, error) {
 		return nil, opError(op, err)
 	}
 	db.countCall(tableName, op)
+	if writeOps[op] {
+		if err := db.admitWrite(); err != nil {
+			return nil, opError(op, err)
+		}
+	}
 	if db.ttlEvery > 0 {
 		now := db.clock.Now()
 		db.mu.Lock()

@@ -3,6 +3,8 @@ package ddblocal
 import (
 	"encoding/binary"
 	"os"
+	"sync"
+	"syscall"
 )
 
 // CrashForTest stops a persistent engine as a SIGKILL would: the log file
@@ -13,11 +15,7 @@ func CrashForTest(db *DB) {
 	w := db.mu.wal
 	db.waitSnapshot()
 	w.mu.Lock()
-	if w.f != nil {
-		w.f.Close()
-		w.f = nil
-	}
-	_ = w.man.close()
+	_ = w.closeFiles()
 	w.fail(errCrashed)
 	w.mu.Unlock()
 	db.unlockDir()
@@ -62,3 +60,83 @@ func UnsyncedForTest(db *DB, fn func()) {
 
 // RecordHeaderForTest is the size of a log record's header.
 const RecordHeaderForTest = recordHeader
+
+// DiskForTest is a disk with a set number of free bytes, for the log
+// segments and the reserve of a persistent engine (WithDiskForTest): a
+// write that does not fit writes what fits and fails with ENOSPC, as a
+// full file system does. Snapshots and the MANIFEST use the real disk.
+type DiskForTest struct {
+	mu       sync.Mutex
+	free     int64
+	reserved int64
+	Refused  int // writes that did not fit
+}
+
+// SetFree sets how many bytes are free.
+func (d *DiskForTest) SetFree(n int64) {
+	d.mu.Lock()
+	d.free = n
+	d.mu.Unlock()
+}
+
+// WithDiskForTest puts the log of an Open engine on d, with a reserve of
+// reserve bytes.
+func WithDiskForTest(d *DiskForTest, reserve int) Option {
+	return func(db *DB) {
+		db.reserveSize = reserve
+		db.disk = diskHooks{
+			wrap: func(f *os.File) logFile {
+				st, _ := f.Stat()
+				return &testLogFile{f: f, d: d, size: st.Size()}
+			},
+			allocate: func(f *os.File, size int64) error {
+				d.mu.Lock()
+				defer d.mu.Unlock()
+				d.free += d.reserved
+				d.reserved = 0
+				if size > d.free {
+					return &os.PathError{Op: "fallocate", Path: f.Name(), Err: syscall.ENOSPC}
+				}
+				d.free -= size
+				d.reserved = size
+				return nil
+			},
+		}
+	}
+}
+
+type testLogFile struct {
+	f    *os.File
+	d    *DiskForTest
+	size int64
+}
+
+func (t *testLogFile) Write(p []byte) (int, error) {
+	t.d.mu.Lock()
+	defer t.d.mu.Unlock()
+	if int64(len(p)) > t.d.free {
+		t.d.Refused++
+		n, _ := t.f.Write(p[:t.d.free])
+		t.d.free -= int64(n)
+		t.size += int64(n)
+		return n, &os.PathError{Op: "write", Path: t.f.Name(), Err: syscall.ENOSPC}
+	}
+	n, err := t.f.Write(p)
+	t.d.free -= int64(n)
+	t.size += int64(n)
+	return n, err
+}
+
+func (t *testLogFile) Truncate(size int64) error {
+	t.d.mu.Lock()
+	defer t.d.mu.Unlock()
+	if err := t.f.Truncate(size); err != nil {
+		return err
+	}
+	t.d.free += t.size - size
+	t.size = size
+	return nil
+}
+
+func (t *testLogFile) Sync() error  { return t.f.Sync() }
+func (t *testLogFile) Close() error { return t.f.Close() }

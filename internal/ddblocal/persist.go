@@ -12,9 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ferryhq/ferry/internal/clock"
 )
@@ -53,7 +51,7 @@ type engineLock struct {
 func (l *engineLock) Unlock() {
 	if w := l.wal; w != nil {
 		w.seal()
-		if w.snapEvery > 0 && w.segSize > w.snapEvery && !w.snapping.Load() && w.err == nil {
+		if w.snapEvery > 0 && w.segSize > w.snapEvery && !w.snapping.Load() && l.db.logWritable() {
 			l.db.startSnapshotLocked()
 		}
 	}
@@ -185,7 +183,17 @@ func Open(dir string, opts ...Option) (*DB, error) {
 		unlock()
 		return nil, err
 	}
-	w := &wal{dir: dir, snapEvery: 64 << 20, replayed: ld.rec.Records > 0, nextSeq: next, man: man}
+	w := &wal{dir: dir, snapEvery: 64 << 20, replayed: ld.rec.Records > 0, nextSeq: next, man: man,
+		disk: db.disk, reserveSize: db.reserveSize}
+	if w.disk.wrap == nil {
+		w.disk.wrap = func(f *os.File) logFile { return f }
+	}
+	if w.disk.allocate == nil {
+		w.disk.allocate = allocateFile
+	}
+	if w.reserveSize == 0 {
+		w.reserveSize = defaultReserve
+	}
 	if db.snapSet {
 		w.snapEvery = db.snapEvery
 	}
@@ -195,6 +203,17 @@ func Open(dir string, opts ...Option) (*DB, error) {
 		unlock()
 		return nil, err
 	}
+	w.mu.Lock()
+	if err := w.reserveLocked(true); err != nil {
+		if !isNoSpace(err) {
+			w.mu.Unlock()
+			w.closeFiles()
+			unlock()
+			return nil, err
+		}
+		w.full, w.fullErr = true, err // start degraded: reads only until the disk has room
+	}
+	w.mu.Unlock()
 	db.recovery = ld.rec
 	db.unlockDir = unlock
 	db.mu.db = db
@@ -222,7 +241,9 @@ func (db *DB) Close() error {
 		db.mu.RWMutex.Unlock()
 	}
 	w.mu.Lock()
-	final := (w.replayed || w.segSize > segHeader) && w.err == nil
+	// Not while the disk is full: the log holds everything acknowledged,
+	// and the next start replays it.
+	final := (w.replayed || w.segSize > segHeader) && w.err == nil && !w.full && len(w.unwritten) == 0
 	w.mu.Unlock()
 	if final {
 		db.startSnapshotLocked()
@@ -234,13 +255,7 @@ func (db *DB) Close() error {
 	if w.snapErr != nil {
 		err = w.snapErr
 	}
-	if w.f != nil {
-		if cerr := w.f.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-		w.f = nil
-	}
-	if cerr := w.man.close(); cerr != nil && err == nil {
+	if cerr := w.closeFiles(); cerr != nil && err == nil {
 		err = cerr
 	}
 	w.fail(errors.New("ddblocal: the engine is closed"))
@@ -262,18 +277,39 @@ func (db *DB) waitSnapshot() {
 	}
 }
 
-// storageError is what a call answers after the log failed: the engine
-// stops answering rather than acknowledge what may not be on disk.
-func storageError(err error) error {
-	return &types.InternalServerError{Message: aws.String("Internal server error: " + err.Error())}
+// closeFiles closes the segment, the MANIFEST and the reserve.
+func (w *wal) closeFiles() error {
+	var err error
+	if w.f != nil {
+		err = w.f.Close()
+		w.f = nil
+	}
+	if cerr := w.man.close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if w.reserve != nil {
+		_ = w.reserve.Close()
+		w.reserve = nil
+	}
+	return err
 }
 
-// durable waits until the log holds every call before this answer.
+// durable waits until the log holds every call before this answer. While
+// records the disk had no room for are pending, memory holds changes the
+// log does not, so no call is answered (storage.go).
 func (db *DB) durable() error {
-	if w := db.mu.wal; w != nil {
-		if err := w.waitDurable(); err != nil {
-			return storageError(err)
-		}
+	w := db.mu.wal
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	pending := !w.flushPendingLocked() && w.err == nil
+	w.mu.Unlock()
+	if pending {
+		return unavailable(msgStuck)
+	}
+	if err := w.waitDurable(); err != nil {
+		return unavailable(msgFailed(err))
 	}
 	return nil
 }

@@ -84,7 +84,11 @@ type snapStreamState struct {
 }
 
 func (db *DB) captureLocked(seg uint64) *snapState {
-	s := &snapState{seg: seg, nextSeq: db.mu.wal.nextSeq, changeSeq: db.changeSeq}
+	w := db.mu.wal
+	w.mu.Lock()
+	next := w.nextSeq
+	w.mu.Unlock()
+	s := &snapState{seg: seg, nextSeq: next, changeSeq: db.changeSeq}
 	attached := map[*stream]bool{}
 	for _, name := range sortedKeys(db.tables) {
 		t := db.tables[name]

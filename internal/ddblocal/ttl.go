@@ -82,6 +82,9 @@ func (db *DB) SweepTTL() int {
 }
 
 func (db *DB) sweepLocked(now time.Time) int {
+	if !db.logWritable() {
+		return 0 // its deletions could not be logged: the next sweep makes them
+	}
 	cutoff := now.Add(-db.ttlDelay)
 	horizon := now.Add(-ttlHorizon).Unix()
 	deleted := 0

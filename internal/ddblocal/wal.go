@@ -1,10 +1,12 @@
 package ddblocal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -68,7 +70,7 @@ type wal struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	f       *os.File
+	f       logFile
 	seg     uint64 // the segment f writes
 	segSize int64
 	written uint64 // bytes appended since open, over every segment
@@ -77,6 +79,15 @@ type wal struct {
 	syncing bool
 	err     error // sticky: after a failed write or fsync nothing is answered
 	man     *manifest
+
+	// a full disk (storage.go)
+	disk        diskHooks
+	reserve     *os.File
+	reserveSize int
+	reserveHeld int64
+	full        bool     // the disk is full: writes are refused, reads served
+	fullErr     error    // what said so
+	unwritten   [][]byte // records the disk had no room for, in order
 
 	// snapshots
 	snapEvery  int64         // start a snapshot when a segment grows past this
@@ -143,11 +154,8 @@ func (w *wal) seal() {
 	if w.err != nil {
 		return
 	}
-	if err := w.writeFrame(payload); err != nil {
-		w.fail(err)
-		return
-	}
-	if w.syncOnSeal {
+	w.append(payload)
+	if w.syncOnSeal && len(w.unwritten) == 0 && w.err == nil {
 		if err := w.f.Sync(); err != nil {
 			w.fail(err)
 			return
@@ -159,6 +167,30 @@ func (w *wal) seal() {
 	}
 }
 
+// append writes one record. When the disk is full it releases the reserve
+// and tries again; a record even that does not make room for stays pending
+// (storage.go). It runs under w.mu.
+func (w *wal) append(payload []byte) {
+	if len(w.unwritten) > 0 && !w.flushPendingLocked() {
+		w.unwritten = append(w.unwritten, bytes.Clone(payload)) // behind the ones before it
+		return
+	}
+	err := w.writeFrame(payload)
+	if err != nil && isNoSpace(err) {
+		w.noSpaceLocked(err)
+		err = w.writeFrame(payload)
+	}
+	switch {
+	case err == nil:
+	case isNoSpace(err):
+		w.unwritten = append(w.unwritten, bytes.Clone(payload))
+	default:
+		w.fail(err)
+	}
+}
+
+// writeFrame writes one record. A write that fails leaves nothing of the
+// record in the file: what part of it was written is cut off again.
 func (w *wal) writeFrame(payload []byte) error {
 	if len(payload) > maxRecordSize {
 		return fmt.Errorf("ddblocal: a log record of %d bytes is over the limit", len(payload))
@@ -171,11 +203,19 @@ func (w *wal) writeFrame(payload []byte) error {
 	binary.LittleEndian.PutUint32(buf[16:], crc32.Checksum(buf[:16], castagnoli))
 	buf = append(buf, payload...)
 	n, err := w.f.Write(buf)
-	w.written += uint64(n)
-	w.segSize += int64(n)
+	if err == nil && n < len(buf) {
+		err = io.ErrShortWrite
+	}
 	if err != nil {
+		if n > 0 {
+			if terr := w.f.Truncate(w.segSize); terr != nil {
+				return fmt.Errorf("ddblocal: cutting a failed write (%v) from %s: %w", err, segmentName(w.seg), terr)
+			}
+		}
 		return fmt.Errorf("ddblocal: writing %s: %w", segmentName(w.seg), err)
 	}
+	w.written += uint64(n)
+	w.segSize += int64(n)
 	w.nextSeq++
 	return nil
 }
@@ -223,7 +263,9 @@ func (w *wal) waitDurable() error {
 }
 
 // rotate makes segment n the one written, after the current one is
-// durable. It runs under the engine's write lock.
+// durable. It runs under the engine's write lock. When the disk has no room
+// for the new segment, the current one stays in use (the log is marked
+// full; see storage.go) and the error is returned.
 func (w *wal) rotate(n uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -233,24 +275,32 @@ func (w *wal) rotate(n uint64) error {
 	if w.err != nil {
 		return w.err
 	}
+	path := filepath.Join(w.dir, segmentName(n))
+	nf, err := createSynced(path, segmentHeader(w.nextSeq))
+	if err != nil {
+		if isNoSpace(err) && w.f != nil {
+			_ = os.Remove(path)
+			w.noSpaceLocked(err)
+			return err
+		}
+		w.fail(err)
+		return err
+	}
 	if w.f != nil {
 		if err := w.f.Sync(); err != nil {
+			nf.Close()
 			w.fail(err)
 			return err
 		}
 		w.markDurable(w.written, w.nextSeq-1)
 		if err := w.f.Close(); err != nil {
+			nf.Close()
 			w.fail(err)
 			return err
 		}
 		w.f = nil
 	}
-	f, err := createSynced(filepath.Join(w.dir, segmentName(n)), segmentHeader(w.nextSeq))
-	if err != nil {
-		w.fail(err)
-		return err
-	}
-	w.f, w.seg, w.segSize = f, n, segHeader
+	w.f, w.seg, w.segSize = w.disk.wrap(nf), n, segHeader
 	state := w.man.state
 	state.lastSeg = n
 	if err := w.man.commit(state); err != nil {

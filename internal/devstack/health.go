@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/ferryhq/ferry/internal/httpapi"
 )
@@ -41,11 +42,26 @@ func (s *Stack) watchDynamoDB(ctx context.Context) {
 	}
 }
 
+// ping says whether DynamoDB can be used: the table can be read and, for
+// the embedded DynamoDB, its data directory takes writes (a full disk makes
+// it refuse them while reads still work: issue 28).
+func (s *Stack) ping(ctx context.Context) error {
+	if err := s.engine.Ping(ctx); err != nil {
+		return err
+	}
+	if s.local != nil {
+		if err := s.local.Health(); err != nil {
+			return &smithy.GenericAPIError{Code: "ServiceUnavailable", Message: err.Error(), Fault: smithy.FaultServer}
+		}
+	}
+	return nil
+}
+
 // checkDynamoDB runs one check, re-creating a missing table.
 func (s *Stack) checkDynamoDB(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, httpapi.DefaultHealthTimeout)
 	defer cancel()
-	err := s.engine.Ping(cctx)
+	err := s.ping(cctx)
 	var missing *types.ResourceNotFoundException
 	recreated := false
 	if errors.As(err, &missing) {

@@ -120,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, retErr error) {
 	}
 	s.api, err = httpapi.New(httpapi.Options{
 		Outbox: s.engine, Auth: auth, Clock: cfg.Clock, Logger: s.log,
-		Health: s.engine.Ping, HealthTTL: cfg.HealthTTL,
+		Health: s.ping, HealthTTL: cfg.HealthTTL,
 		OnEnqueued: func(actions []outbox.Action) {
 			ps := make([]int, 0, len(actions))
 			for _, a := range actions {

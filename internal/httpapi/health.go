@@ -83,9 +83,13 @@ func unavailableReason(err error) string {
 
 // isUnavailable reports whether err says DynamoDB could not be used: the
 // connection failed (refused, reset, timed out: a write may or may not
-// have landed, as with any lost answer), or the table is gone.
+// have landed, as with any lost answer), the table is gone, or DynamoDB
+// answered that it cannot serve now — a server fault (InternalServerError,
+// ServiceUnavailable: the SDK's retries ran out, or the embedded DynamoDB's
+// data directory has no room to log a write).
 func isUnavailable(err error) bool {
 	var send *smithyhttp.RequestSendError
 	var nf *types.ResourceNotFoundException
-	return errors.As(err, &send) || errors.As(err, &nf)
+	var api smithy.APIError
+	return errors.As(err, &send) || errors.As(err, &nf) || (errors.As(err, &api) && api.ErrorFault() == smithy.FaultServer)
 }

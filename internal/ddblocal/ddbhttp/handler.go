@@ -79,12 +79,19 @@ func RequireAuthorization() Option {
 type Handler struct {
 	ops       map[string]operation
 	streamOps map[string]operation // DynamoDB Streams, when the backend serves it
+	health    func() error         // the backend's Health, when it has one
 	cfg       handlerConfig
 }
 
+// healthReporter is a Backend that knows whether it can serve (the embedded
+// engine: whether its data directory takes writes).
+type healthReporter interface{ Health() error }
+
 // NewHandler returns an http.Handler that serves the DynamoDB JSON 1.0
 // protocol on every path: POST with X-Amz-Target DynamoDB_20120810.<Op>.
-// GET and HEAD answer a health line, as DynamoDB does.
+// GET and HEAD answer a health line, as DynamoDB does: 200 "healthy: <host>",
+// or, when the backend has a Health method that reports a problem, 503 and
+// the problem.
 func NewHandler(b Backend, opts ...Option) *Handler {
 	cfg := handlerConfig{
 		logger:       slog.New(slog.DiscardHandler),
@@ -95,7 +102,11 @@ func NewHandler(b Backend, opts ...Option) *Handler {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Handler{ops: operations(b), streamOps: streamsOperations(b), cfg: cfg}
+	h := &Handler{ops: operations(b), streamOps: streamsOperations(b), cfg: cfg}
+	if hr, ok := b.(healthReporter); ok {
+		h.health = hr.Health
+	}
+	return h
 }
 
 // ServeHTTP implements http.Handler.
@@ -124,6 +135,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" && r.URL.Path != "" {
 			writeResponse(w, reqID, http.StatusNotFound, "text/plain", []byte("not found"))
 			return
+		}
+		if h.health != nil {
+			if err := h.health(); err != nil {
+				// "degraded: ..." (reads served, writes refused until the
+				// disk has room) or "failed: ..." (restart needed).
+				writeResponse(w, reqID, http.StatusServiceUnavailable, "text/plain", []byte(err.Error()+" ("+r.Host+")"))
+				return
+			}
 		}
 		writeResponse(w, reqID, http.StatusOK, "text/plain", []byte("healthy: "+r.Host))
 		return

@@ -3,10 +3,13 @@ package ddbhttp_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/ddblocal/ddbhttp"
@@ -152,4 +156,51 @@ func TestServerCutsStalledClients(t *testing.T) {
 		require.False(t, resp.Close, "a keep-alive connection")
 		closedByServer(t, r)
 	})
+}
+
+// healthBackend is a backend with a Health method (as ddblocal.DB has).
+type healthBackend struct {
+	*fakeBackend
+	err error
+}
+
+func (h healthBackend) Health() error { return h.err }
+
+// TestHealthLineSaysDegraded (issue 28 item 3): GET / answers what the
+// backend's Health says — 503 and the reason while the embedded DynamoDB's
+// data directory cannot take writes — instead of "healthy" whatever
+// happens; ServiceUnavailable errors answer 503 with DynamoDB's type.
+func TestHealthLineSaysDegraded(t *testing.T) {
+	t.Parallel()
+	degraded := errors.New("degraded: the data directory's disk is full: writes are refused until it has room again (reads are served)")
+	full := &smithy.GenericAPIError{Code: "ServiceUnavailable", Message: "the data directory's disk is full", Fault: smithy.FaultServer}
+	b := healthBackend{fakeBackend: &fakeBackend{respond: func(string, any) (any, error) { return nil, full }}, err: degraded}
+	srv := httptest.NewServer(ddbhttp.NewHandler(b))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Contains(t, string(body), "degraded: the data directory's disk is full")
+
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/", strings.NewReader(`{"TableName":"t","Item":{"pk":{"S":"a"}}}`))
+	require.NoError(t, err)
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.PutItem")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
+	require.Contains(t, string(body), "#ServiceUnavailable")
+
+	b.err = nil
+	srv2 := httptest.NewServer(ddbhttp.NewHandler(b))
+	defer srv2.Close()
+	resp, err = http.Get(srv2.URL + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
