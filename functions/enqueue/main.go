@@ -110,7 +110,7 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 		Health: eng.Ping,
 		OnEnqueued: func(actions []outbox.Action) {
 			for _, a := range actions {
-				obs.Metrics.Count("ActionsEnqueued", 1, telemetry.Dim{Name: "Kind", Value: a.Kind})
+				obs.Metrics.Count(telemetry.MetricActionsEnqueued, 1, telemetry.Dim{Name: "Kind", Value: a.Kind})
 			}
 		},
 	})

@@ -245,17 +245,38 @@ func (s *Session) Cancel(ctx context.Context, id string) error {
 	if err != nil {
 		return classify(err)
 	}
-	if err := s.refuseEnded(a, "cancelled"); err != nil {
+	if err := refuseEnded(a, "cancelled"); err != nil {
 		return err
 	}
-	if err := s.confirm(fmt.Sprintf("Cancel %s (%s %s, workspace %s)? It will never be carried out", a.ID, a.State, a.Kind, dash(a.WorkspaceID))); err != nil {
+	if err := s.confirm(CancelQuestion(a)); err != nil {
 		return err
 	}
-	ended, err := s.Engine.Cancel(ctx, id)
+	ended, err := CancelAction(ctx, s.Engine, a)
 	if err != nil {
-		return s.refusal(err, "cancelled")
+		return err
 	}
 	return s.transitioned(ended, fmt.Sprintf("cancelled %s (was %s)", ended.ID, a.State))
+}
+
+// CancelQuestion is the confirmation `ferry actions cancel` (and the
+// console) asks before cancelling a.
+func CancelQuestion(a *outbox.Action) string {
+	return fmt.Sprintf("Cancel %s (%s %s, workspace %s)? It will never be carried out", a.ID, a.State, a.Kind, dash(a.WorkspaceID))
+}
+
+// CancelAction is the cancel of `ferry actions cancel` once confirmed: an
+// ended action is refused with what to enqueue instead, else the engine's
+// cancel, whose condition refuses a started one. Its *Error carries the
+// command's exit code.
+func CancelAction(ctx context.Context, e *outbox.Engine, a *outbox.Action) (*outbox.Action, error) {
+	if err := refuseEnded(a, "cancelled"); err != nil {
+		return nil, err
+	}
+	ended, err := e.Cancel(ctx, a.ID)
+	if err != nil {
+		return nil, refusal(err, "cancelled")
+	}
+	return ended, nil
 }
 
 // Admit runs `ferry actions admit`: after confirmation, the engine's admit
@@ -265,17 +286,36 @@ func (s *Session) Admit(ctx context.Context, id string) error {
 	if err != nil {
 		return classify(err)
 	}
-	if err := s.refuseEnded(a, "admitted"); err != nil {
+	if err := refuseEnded(a, "admitted"); err != nil {
 		return err
 	}
-	if err := s.confirm(fmt.Sprintf("Admit %s (%s, workspace %s)? It becomes due now and will be carried out", a.ID, a.Kind, dash(a.WorkspaceID))); err != nil {
+	if err := s.confirm(AdmitQuestion(a)); err != nil {
 		return err
 	}
-	admitted, err := s.Engine.Admit(ctx, id)
+	admitted, err := AdmitAction(ctx, s.Engine, a)
 	if err != nil {
-		return s.refusal(err, "admitted")
+		return err
 	}
 	return s.transitioned(admitted, fmt.Sprintf("admitted %s: due now", admitted.ID))
+}
+
+// AdmitQuestion is the confirmation `ferry actions admit` (and the
+// console) asks before admitting a.
+func AdmitQuestion(a *outbox.Action) string {
+	return fmt.Sprintf("Admit %s (%s, workspace %s)? It becomes due now and will be carried out", a.ID, a.Kind, dash(a.WorkspaceID))
+}
+
+// AdmitAction is the admit of `ferry actions admit` once confirmed, with
+// the command's refusals and exit codes (see CancelAction).
+func AdmitAction(ctx context.Context, e *outbox.Engine, a *outbox.Action) (*outbox.Action, error) {
+	if err := refuseEnded(a, "admitted"); err != nil {
+		return nil, err
+	}
+	admitted, err := e.Admit(ctx, a.ID)
+	if err != nil {
+		return nil, refusal(err, "admitted")
+	}
+	return admitted, nil
 }
 
 // Retry runs `ferry actions retry`, which exists to say why there is none:
@@ -291,7 +331,7 @@ func (s *Session) Retry(ctx context.Context, id string) error {
 	return fail(ExitRefused, "%s", enqueueAgainText(a))
 }
 
-func (s *Session) refuseEnded(a *outbox.Action, verb string) error {
+func refuseEnded(a *outbox.Action, verb string) error {
 	if a.State.Ended() {
 		return fail(ExitRefused, "%s ended %s (%s) and cannot be %s. %s", a.ID, a.State, a.StopReason, verb, enqueueAgainText(a))
 	}
@@ -299,7 +339,7 @@ func (s *Session) refuseEnded(a *outbox.Action, verb string) error {
 }
 
 // refusal explains a transition the engine's condition refused.
-func (s *Session) refusal(err error, verb string) error {
+func refusal(err error, verb string) error {
 	var te *outbox.TransitionError
 	if !errors.As(err, &te) {
 		return classify(err)

@@ -39,25 +39,58 @@ func (m *Meter) Usage() Usage {
 	return m.u
 }
 
-// add books one request's reported capacity; read tells which side a bare
-// CapacityUnits belongs to.
-func (m *Meter) add(read bool, ccs ...types.ConsumedCapacity) {
+// UsageMeter adds up the capacity of the requests made with a context
+// from WithUsage: a console page counts what it read, while the Meter
+// counts what the whole process did.
+type UsageMeter struct {
+	mu sync.Mutex
+	u  Usage
+}
+
+// Usage returns what the requests made with its context consumed so far.
+func (um *UsageMeter) Usage() Usage {
+	um.mu.Lock()
+	defer um.mu.Unlock()
+	return um.u
+}
+
+type usageKey struct{}
+
+// WithUsage returns a context whose requests through a Meter are also
+// booked to um.
+func WithUsage(ctx context.Context, um *UsageMeter) context.Context {
+	return context.WithValue(ctx, usageKey{}, um)
+}
+
+// add books one request's reported capacity, to the Meter and to the
+// context's UsageMeter; read tells which side a bare CapacityUnits belongs
+// to.
+func (m *Meter) add(ctx context.Context, read bool, ccs ...types.ConsumedCapacity) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.u.Calls++
+	m.u.book(read, ccs)
+	m.mu.Unlock()
+	if um, ok := ctx.Value(usageKey{}).(*UsageMeter); ok {
+		um.mu.Lock()
+		um.u.book(read, ccs)
+		um.mu.Unlock()
+	}
+}
+
+func (u *Usage) book(read bool, ccs []types.ConsumedCapacity) {
+	u.Calls++
 	for _, c := range ccs {
 		switch {
 		case c.ReadCapacityUnits != nil || c.WriteCapacityUnits != nil:
 			if c.ReadCapacityUnits != nil {
-				m.u.ReadUnits += *c.ReadCapacityUnits
+				u.ReadUnits += *c.ReadCapacityUnits
 			}
 			if c.WriteCapacityUnits != nil {
-				m.u.WriteUnits += *c.WriteCapacityUnits
+				u.WriteUnits += *c.WriteCapacityUnits
 			}
 		case c.CapacityUnits != nil && read:
-			m.u.ReadUnits += *c.CapacityUnits
+			u.ReadUnits += *c.CapacityUnits
 		case c.CapacityUnits != nil:
-			m.u.WriteUnits += *c.CapacityUnits
+			u.WriteUnits += *c.CapacityUnits
 		}
 	}
 }
@@ -84,9 +117,9 @@ func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...fun
 	m.record(&cp)
 	out, err := m.next.GetItem(ctx, &cp, o...)
 	if out != nil {
-		m.add(true, one(out.ConsumedCapacity)...)
+		m.add(ctx, true, one(out.ConsumedCapacity)...)
 	} else {
-		m.add(true)
+		m.add(ctx, true)
 	}
 	return out, err
 }
@@ -98,9 +131,9 @@ func (m *Meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...fun
 	m.record(&cp)
 	out, err := m.next.PutItem(ctx, &cp, o...)
 	if out != nil {
-		m.add(false, one(out.ConsumedCapacity)...)
+		m.add(ctx, false, one(out.ConsumedCapacity)...)
 	} else {
-		m.add(false)
+		m.add(ctx, false)
 	}
 	return out, err
 }
@@ -112,9 +145,9 @@ func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 	m.record(&cp)
 	out, err := m.next.UpdateItem(ctx, &cp, o...)
 	if out != nil {
-		m.add(false, one(out.ConsumedCapacity)...)
+		m.add(ctx, false, one(out.ConsumedCapacity)...)
 	} else {
-		m.add(false)
+		m.add(ctx, false)
 	}
 	return out, err
 }
@@ -126,9 +159,9 @@ func (m *Meter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o 
 	m.record(&cp)
 	out, err := m.next.DeleteItem(ctx, &cp, o...)
 	if out != nil {
-		m.add(false, one(out.ConsumedCapacity)...)
+		m.add(ctx, false, one(out.ConsumedCapacity)...)
 	} else {
-		m.add(false)
+		m.add(ctx, false)
 	}
 	return out, err
 }
@@ -140,9 +173,9 @@ func (m *Meter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*d
 	m.record(&cp)
 	out, err := m.next.Query(ctx, &cp, o...)
 	if out != nil {
-		m.add(true, one(out.ConsumedCapacity)...)
+		m.add(ctx, true, one(out.ConsumedCapacity)...)
 	} else {
-		m.add(true)
+		m.add(ctx, true)
 	}
 	return out, err
 }
@@ -154,9 +187,9 @@ func (m *Meter) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dyn
 	m.record(&cp)
 	out, err := m.next.Scan(ctx, &cp, o...)
 	if out != nil {
-		m.add(true, one(out.ConsumedCapacity)...)
+		m.add(ctx, true, one(out.ConsumedCapacity)...)
 	} else {
-		m.add(true)
+		m.add(ctx, true)
 	}
 	return out, err
 }
@@ -168,9 +201,9 @@ func (m *Meter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 	m.record(&cp)
 	out, err := m.next.BatchGetItem(ctx, &cp, o...)
 	if out != nil {
-		m.add(true, out.ConsumedCapacity...)
+		m.add(ctx, true, out.ConsumedCapacity...)
 	} else {
-		m.add(true)
+		m.add(ctx, true)
 	}
 	return out, err
 }
@@ -182,9 +215,9 @@ func (m *Meter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemI
 	m.record(&cp)
 	out, err := m.next.BatchWriteItem(ctx, &cp, o...)
 	if out != nil {
-		m.add(false, out.ConsumedCapacity...)
+		m.add(ctx, false, out.ConsumedCapacity...)
 	} else {
-		m.add(false)
+		m.add(ctx, false)
 	}
 	return out, err
 }
@@ -196,9 +229,9 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	m.record(&cp)
 	out, err := m.next.TransactWriteItems(ctx, &cp, o...)
 	if out != nil {
-		m.add(false, out.ConsumedCapacity...)
+		m.add(ctx, false, out.ConsumedCapacity...)
 	} else {
-		m.add(false)
+		m.add(ctx, false)
 	}
 	return out, err
 }
@@ -210,30 +243,30 @@ func (m *Meter) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetIt
 	m.record(&cp)
 	out, err := m.next.TransactGetItems(ctx, &cp, o...)
 	if out != nil {
-		m.add(true, out.ConsumedCapacity...)
+		m.add(ctx, true, out.ConsumedCapacity...)
 	} else {
-		m.add(true)
+		m.add(ctx, true)
 	}
 	return out, err
 }
 
 // CreateTable implements outbox.DynamoDB (the commands never create one).
 func (m *Meter) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	m.add(false)
+	m.add(ctx, false)
 	m.record(in)
 	return m.next.CreateTable(ctx, in, o...)
 }
 
 // DescribeTable implements outbox.DynamoDB (a control-plane call: no units).
 func (m *Meter) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	m.add(true)
+	m.add(ctx, true)
 	m.record(in)
 	return m.next.DescribeTable(ctx, in, o...)
 }
 
 // UpdateTimeToLive implements outbox.DynamoDB.
 func (m *Meter) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
-	m.add(false)
+	m.add(ctx, false)
 	m.record(in)
 	return m.next.UpdateTimeToLive(ctx, in, o...)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -21,8 +22,12 @@ type ActionFindParams struct {
 	LaneKey     string // optional; reads only the lane's partitions (each count's, ADR 0011)
 	SubjectID   string // optional; reads the subject index
 	Kind        string // optional
-	Limit       int    // default 50, at most 1000
-	Cursor      string // from a previous result
+	// CreatedFrom and CreatedBefore, when set, keep the actions created in
+	// [CreatedFrom, CreatedBefore). A workspace's listing reads only that
+	// stretch of the workspace index (ids sort by creation time).
+	CreatedFrom, CreatedBefore time.Time
+	Limit                      int    // default 50, at most 1000
+	Cursor                     string // from a previous result
 	// MaxRows bounds the rows one call examines, matching or not (a
 	// filtered scan may read many rows for few matches): the page comes
 	// back short, with a cursor. Default DefaultFindRows.
@@ -109,6 +114,8 @@ func (p *ActionFindParams) validate() error {
 		return &ValidationError{Field: "max_rows", Message: "must be positive"}
 	case p.State != "" && !p.State.Valid():
 		return &ValidationError{Field: "state", Message: fmt.Sprintf("unknown state %q", p.State)}
+	case !p.CreatedFrom.IsZero() && !p.CreatedBefore.IsZero() && !p.CreatedFrom.Before(p.CreatedBefore):
+		return &ValidationError{Field: "created_before", Message: "must be later than created_from"}
 	case (p.LaneKey != "" || p.SubjectID != "") && p.WorkspaceID == "":
 		return &ValidationError{Field: "workspace_id", Message: "a lane or a subject is named within a workspace: name the workspace too"}
 	}
@@ -118,7 +125,32 @@ func (p *ActionFindParams) validate() error {
 func (p *ActionFindParams) matches(a *Action) bool {
 	return (p.WorkspaceID == "" || a.WorkspaceID == p.WorkspaceID) && (p.State == "" || a.State == p.State) &&
 		(p.LaneKey == "" || a.LaneKey == p.LaneKey) && (p.SubjectID == "" || a.SubjectID == p.SubjectID) &&
-		(p.Kind == "" || a.Kind == p.Kind)
+		(p.Kind == "" || a.Kind == p.Kind) && (p.CreatedFrom.IsZero() || !a.CreatedAt.Before(p.CreatedFrom)) &&
+		(p.CreatedBefore.IsZero() || a.CreatedAt.Before(p.CreatedBefore))
+}
+
+// idRange is the key condition on the workspace index's range key (`id`)
+// that keeps a listing within its creation times, with its names and
+// values: ids start with their creation time (ident.go), and no id is
+// as short as that prefix, so `id BETWEEN from AND before` holds exactly
+// the ids created in [from, before) (legacy ids, `<partition>-<seq>`,
+// are not in time order: such a listing may miss them).
+func (p *ActionFindParams) idRange(names map[string]string, vals map[string]types.AttributeValue) string {
+	if p.CreatedFrom.IsZero() && p.CreatedBefore.IsZero() {
+		return ""
+	}
+	names["#id"] = attrID
+	from, before := idTimePrefix(p.CreatedFrom), idTimePrefix(p.CreatedBefore)
+	switch {
+	case p.CreatedBefore.IsZero():
+		vals[":idlo"] = avS(from)
+		return " AND #id >= :idlo"
+	case p.CreatedFrom.IsZero():
+		vals[":idhi"] = avS(before)
+		return " AND #id < :idhi"
+	}
+	vals[":idlo"], vals[":idhi"] = avS(from), avS(before)
+	return " AND #id BETWEEN :idlo AND :idhi"
 }
 
 // findKey is the key a listing of source goes on from after item it.
@@ -171,6 +203,14 @@ func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams
 			vals[fmt.Sprintf(":f%d", len(vals))] = avS(f.val)
 		}
 	}
+	if !p.CreatedFrom.IsZero() {
+		filter += " AND #ca >= :cafrom"
+		names["#ca"], vals[":cafrom"] = attrCreated, avMs(p.CreatedFrom)
+	}
+	if !p.CreatedBefore.IsZero() {
+		filter += " AND #ca < :cabefore"
+		names["#ca"], vals[":cabefore"] = attrCreated, avMs(p.CreatedBefore)
+	}
 	s, err := e.db.Scan(ctx, &dynamodb.ScanInput{
 		TableName: e.table(), FilterExpression: aws.String(filter), ExpressionAttributeNames: names,
 		ExpressionAttributeValues: vals, ExclusiveStartKey: start, Limit: aws.Int32(limit),
@@ -185,11 +225,13 @@ func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams
 // worth) of the workspace index and the rows they name, in index order.
 // Examined counts the index entries read.
 func (e *Engine) findWorkspacePage(ctx context.Context, p ActionFindParams, start map[string]types.AttributeValue, limit int32) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, int, error) {
+	names := map[string]string{"#ws": attrWorkspace}
+	vals := map[string]types.AttributeValue{":ws": avS(p.WorkspaceID)}
 	q, err := e.db.Query(ctx, &dynamodb.QueryInput{
 		TableName: e.table(), IndexName: aws.String(IndexWorkspace),
-		KeyConditionExpression:    aws.String("#ws = :ws"),
-		ExpressionAttributeNames:  map[string]string{"#ws": attrWorkspace},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":ws": avS(p.WorkspaceID)},
+		KeyConditionExpression:    aws.String("#ws = :ws" + p.idRange(names, vals)),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
 		ExclusiveStartKey:         start, Limit: aws.Int32(min(limit, listPageMax)),
 	})
 	if err != nil {

@@ -415,7 +415,15 @@ func (e *Engine) applyDecision(ctx context.Context, a *Action, d decision, res R
 		}
 		return false, false, fmt.Errorf("error writing %s outcome of %s: %w", res.Outcome, a.ID, err)
 	}
+	e.attemptFinished(a, res, d.To)
 	return false, false, nil
+}
+
+// attemptFinished tells an AttemptObserver how an attempt went.
+func (e *Engine) attemptFinished(a *Action, res Result, to State) {
+	if o, ok := e.obs.(AttemptObserver); ok {
+		o.AttemptFinished(a, res, to)
+	}
 }
 
 // applyEnd ends the action as decided, guarded by the claim (and the
@@ -433,6 +441,7 @@ func (e *Engine) applyEnd(ctx context.Context, a *Action, d decision, res Result
 		}
 		return false, false, err
 	}
+	e.attemptFinished(a, res, d.To)
 	return true, false, nil
 }
 

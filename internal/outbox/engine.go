@@ -27,6 +27,15 @@ type Observer interface {
 	FenceRefused(a *Action)
 }
 
+// AttemptObserver is what an Observer implements to hear how each attempt
+// went once its outcome's write landed: the action as its claim left it
+// (attempt, epoch), the adapter's Result (its Err is written for logs:
+// never a payload) and the state the write put the action in (ADMITTED
+// after a Retry or a Defer, EXECUTING after a Reread, or an end).
+type AttemptObserver interface {
+	AttemptFinished(a *Action, res Result, to State)
+}
+
 // NopObserver is an Observer that does nothing.
 type NopObserver struct{}
 

@@ -96,6 +96,12 @@ func keyLabel(partition int, seq int64) string {
 	return "partition " + strconv.Itoa(partition) + " seq " + strconv.FormatInt(seq, 10)
 }
 
+// idTimePrefix is the start of the ids created at t: every id created
+// before t sorts below it, every id created at t or later above it.
+func idTimePrefix(t time.Time) string {
+	return string(appendBase32(nil, uint64(max(t.UnixMilli(), 0)), idTimeChars))
+}
+
 // ParseActionID returns the key an id names: its partition and seq. It
 // takes only the canonical spelling. An id that parses still names an
 // action only if its row holds that very id (ActionGet checks).

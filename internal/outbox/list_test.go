@@ -157,3 +157,46 @@ func TestStateFilterPagesWithBoundedReads(t *testing.T) {
 	require.Equal(t, cancelled, got, "every match, oldest first, once")
 	require.Equal(t, 3, calls, "2,500 rows at 1,000 a call")
 }
+
+// TestFindByCreationTimeReadsOnlyThatStretch: an operator's listing of a
+// workspace within creation times (the console's time filter) reads only
+// that stretch of the workspace index: the actions created in [from,
+// before), in order, with index reads that do not grow with the actions
+// created outside it.
+func TestFindByCreationTimeReadsOnlyThatStretch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	e := newPairEngine(t, db, clk, Config{Partitions: 4})
+	enqueueIn(t, e, clk, "mine", 200)
+	from := clk.Now()
+	want := enqueueIn(t, e, clk, "mine", 7)
+	before := clk.Now()
+	enqueueIn(t, e, clk, "mine", 200)
+	db.ResetCapacity()
+	r, err := e.ActionFind(ctx, ActionFindParams{WorkspaceID: "mine", CreatedFrom: from, CreatedBefore: before, Limit: 50})
+	require.NoError(t, err)
+	var got []string
+	for _, a := range r.Actions {
+		got = append(got, a.ID)
+	}
+	require.Equal(t, want, got)
+	require.Empty(t, r.NextCursor)
+	require.Equal(t, 7, r.Examined, "only the stretch's index entries are read")
+	require.Zero(t, db.Capacity("ferry").Calls["Scan"])
+
+	r, err = e.ActionFind(ctx, ActionFindParams{WorkspaceID: "mine", CreatedFrom: before, Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, r.Actions, 200)
+	r, err = e.ActionFind(ctx, ActionFindParams{WorkspaceID: "mine", CreatedBefore: from, Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, r.Actions, 200)
+	// Every workspace (a scan) filters the same way.
+	r, err = e.ActionFind(ctx, ActionFindParams{CreatedFrom: from, CreatedBefore: before, Limit: 50})
+	require.NoError(t, err)
+	require.Len(t, r.Actions, 7)
+	_, err = e.ActionFind(ctx, ActionFindParams{WorkspaceID: "mine", CreatedFrom: before, CreatedBefore: from})
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+}

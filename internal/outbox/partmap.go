@@ -313,6 +313,11 @@ type PartitionLayout struct {
 	// Recorded: the map holds them (its creator or an engine recorded a
 	// count); otherwise they are the engine's Config.Partitions.
 	Recorded bool
+	// History lists the counts applied, oldest first (at most 8; a lane
+	// listing reads a lane's partition under each); Changed is when the
+	// count last changed (zero: never).
+	History []int
+	Changed time.Time
 }
 
 // PartitionLayout returns the table's partition layout (a consistent read
@@ -322,7 +327,8 @@ func (e *Engine) PartitionLayout(ctx context.Context) (PartitionLayout, error) {
 	if err != nil {
 		return PartitionLayout{}, err
 	}
-	return PartitionLayout{Count: m.count(&e.cfg), Live: m.liveUpTo(&e.cfg), Kept: m.keptUpTo(&e.cfg), Recorded: m.n > 0}, nil
+	return PartitionLayout{Count: m.count(&e.cfg), Live: m.liveUpTo(&e.cfg), Kept: m.keptUpTo(&e.cfg), Recorded: m.n > 0,
+		History: append([]int(nil), m.hist...), Changed: m.changed}, nil
 }
 
 // applyPartitions is the reaper's step of a deploy (ADR 0011 §2): when its

@@ -22,6 +22,16 @@ type StatusParams struct {
 	// MaxEndedRows bounds the ended rows read per partition; 0:
 	// DefaultStatusEndedRows.
 	MaxEndedRows int
+	// Workspaces, when set, counts only the actions of these workspaces
+	// (a tenant's view: the reads are the same). The claim fences'
+	// in-flight entries are the partition's, whatever their workspace, and
+	// erasure tombstones, which keep no workspace, are left out.
+	Workspaces []string
+}
+
+// counts reports whether the status counts an action of workspace ws.
+func (p *StatusParams) counts(ws string) bool {
+	return p.Workspaces == nil || slices.Contains(p.Workspaces, ws)
 }
 
 // The defaults of StatusParams.
@@ -122,6 +132,9 @@ func (e *Engine) partitionStatus(ctx context.Context, part int, p StatusParams, 
 	due := newDueGauges(bl, now, e.cfg.StuckAfter)
 	for i := range bl.rows {
 		a := &bl.rows[i]
+		if !p.counts(a.WorkspaceID) {
+			continue
+		}
 		switch {
 		case a.State == StateADMITTED && a.NextAttemptAt.After(now):
 			ps.Waiting++
@@ -138,7 +151,7 @@ func (e *Engine) partitionStatus(ctx context.Context, part int, p StatusParams, 
 	if p.EndedSince.IsZero() {
 		return ps, nil
 	}
-	truncated, err := e.countEnded(ctx, part, p.EndedSince, p.MaxEndedRows, ps.Ended)
+	truncated, err := e.countEnded(ctx, part, p, ps.Ended)
 	ps.Truncated = ps.Truncated || truncated
 	return ps, err
 }
@@ -152,8 +165,9 @@ func (e *Engine) partitionStatus(ctx context.Context, part int, p StatusParams, 
 // one costs half a unit each); every row of a range that ended since
 // `since` counts, listed or not (an ending whose journal write was lost
 // included).
-func (e *Engine) countEnded(ctx context.Context, part int, since time.Time, maxRows int, into map[string]int) (bool, error) {
-	seqs, truncated, err := e.journaledSince(ctx, part, since, maxRows)
+func (e *Engine) countEnded(ctx context.Context, part int, p StatusParams, into map[string]int) (bool, error) {
+	since := p.EndedSince
+	seqs, truncated, err := e.journaledSince(ctx, part, since, p.MaxEndedRows)
 	if err != nil {
 		return truncated, err
 	}
@@ -165,8 +179,8 @@ func (e *Engine) countEnded(ctx context.Context, part int, since time.Time, maxR
 				TableName:                aws.String(e.cfg.Table),
 				KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
 				FilterExpression:         aws.String("#ea >= :since"),
-				ProjectionExpression:     aws.String("#st, #sr, #ea, #ttl"),
-				ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK, "#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL},
+				ProjectionExpression:     aws.String("#st, #sr, #ea, #ttl, #ws"),
+				ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK, "#st": attrState, "#sr": attrStop, "#ea": attrEnded, "#ttl": attrTTL, "#ws": attrWorkspace},
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":pk": avS(partitionPK(part)), ":lo": avS(actionSK(r[0])), ":hi": avS(actionSK(r[1])), ":since": avMs(since),
 				},
@@ -178,7 +192,7 @@ func (e *Engine) countEnded(ctx context.Context, part int, since time.Time, maxR
 			for _, it := range q.Items {
 				st := State(getS(it, attrState))
 				switch {
-				case !st.Ended() || expiredByTTL(it, now):
+				case !st.Ended() || expiredByTTL(it, now) || !p.counts(getS(it, attrWorkspace)):
 				case StopReason(getS(it, attrStop)) == StopErased:
 					into[string(StopErased)]++
 				default:

@@ -15,7 +15,10 @@ type Observer struct {
 	Log     *slog.Logger
 }
 
-var _ outbox.Observer = (*Observer)(nil)
+var (
+	_ outbox.Observer        = (*Observer)(nil)
+	_ outbox.AttemptObserver = (*Observer)(nil)
+)
 
 // NewObserver returns an Observer over m and log.
 func NewObserver(m *Metrics, log *slog.Logger) *Observer {
@@ -56,6 +59,22 @@ func (o *Observer) ActionEnded(a *outbox.Action, outcome outbox.Outcome, reason 
 		slog.String("stop_reason", string(reason)))
 	o.Log.LogAttrs(context.Background(), level, "action ended", attrs...)
 }
+
+// AttemptFinished counts a deferral (the provider's "not now" that put the
+// action back to wait, design.md §7.2) by kind; other outcomes are counted
+// by Attempts and ActionsEnded.
+func (o *Observer) AttemptFinished(a *outbox.Action, res outbox.Result, to outbox.State) {
+	if res.Outcome == outbox.OutcomeDefer && to == outbox.StateADMITTED {
+		o.Metrics.Count(MetricDeferrals, 1, Dim{"Kind", a.Kind})
+	}
+}
+
+// MetricDeferrals counts deferrals [Kind]; MetricActionsEnqueued counts new
+// actions [Kind] (the enqueue function and ferry dev).
+const (
+	MetricDeferrals       = "Deferrals"
+	MetricActionsEnqueued = "ActionsEnqueued"
+)
 
 // ClaimFinished counts claimed actions, conflicts and short batches.
 func (o *Observer) ClaimFinished(partition int, claimed, conflicts int, short bool) {

@@ -204,3 +204,22 @@ func TestEveryMetricCarriesTheStack(t *testing.T) {
 	require.NotContains(t, d, "Stack", "no stack configured: no Stack dimension")
 	require.Equal(t, []any{[]any{"Kind"}}, d["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"])
 }
+
+// TestDeferralsAreCounted: a Defer outcome that put its action back to
+// wait is counted as Deferrals by kind (the console's chart and the
+// dashboard read it); a Retry is not.
+func TestDeferralsAreCounted(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	o := NewObserver(NewMetrics(&out, clk, nil), slog.New(slog.DiscardHandler))
+	a := &outbox.Action{ID: "x", Kind: "webhook"}
+	o.AttemptFinished(a, outbox.Result{Outcome: outbox.OutcomeDefer}, outbox.StateADMITTED)
+	o.AttemptFinished(a, outbox.Result{Outcome: outbox.OutcomeDefer}, outbox.StateADMITTED)
+	o.AttemptFinished(a, outbox.Result{Outcome: outbox.OutcomeRetry}, outbox.StateADMITTED)
+	require.NoError(t, o.Flush())
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	require.Equal(t, 2.0, doc[MetricDeferrals])
+	require.Equal(t, "webhook", doc["Kind"])
+}

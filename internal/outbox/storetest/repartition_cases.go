@@ -124,6 +124,8 @@ func (tb *bundle) layout(t *testing.T) outbox.PartitionLayout {
 	t.Helper()
 	l, err := tb.e.PartitionLayout(tb.ctx)
 	require.NoError(t, err)
+	require.Equal(t, l.Recorded, !l.Changed.IsZero(), "a recorded count has the time it changed")
+	l.Changed = time.Time{} // the clock's
 	return l
 }
 
@@ -133,7 +135,7 @@ var _ = register("LaneKeepsItsPartitionAcrossACountChange", func(ctx context.Con
 	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
 	require.Equal(t, outbox.LanePartition("ws", lane, 8), a.Partition)
 	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
-	require.Equal(t, outbox.PartitionLayout{Count: 2, Live: 8, Kept: 8, Recorded: true}, tb.layout(t))
+	require.Equal(t, outbox.PartitionLayout{Count: 2, Live: 8, Kept: 8, Recorded: true, History: []int{8, 2}}, tb.layout(t))
 	// The lane's live member holds it in its partition, above the count.
 	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
 	require.Equal(t, a.Partition, b.Partition)
@@ -246,17 +248,17 @@ var _ = register("ReaperAppliesTheDeployedCount", func(ctx context.Context, t *t
 	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 4 })
 	_, err := tb.e.Reap(ctx)
 	require.NoError(t, err)
-	require.Equal(t, outbox.PartitionLayout{Count: 4, Live: 4, Kept: 4, Recorded: true}, tb.layout(t))
+	require.Equal(t, outbox.PartitionLayout{Count: 4, Live: 4, Kept: 4, Recorded: true, History: []int{4}}, tb.layout(t))
 	// A deploy of 8: its reaper applies it.
 	eight := tb.engineOn(t, 8)
 	_, err = eight.Reap(ctx)
 	require.NoError(t, err)
-	require.Equal(t, outbox.PartitionLayout{Count: 8, Live: 8, Kept: 8, Recorded: true}, tb.layout(t))
+	require.Equal(t, outbox.PartitionLayout{Count: 8, Live: 8, Kept: 8, Recorded: true, History: []int{4, 8}}, tb.layout(t))
 	// An older reaper still running sets its count back: the watermarks
 	// stay.
 	_, err = tb.e.Reap(ctx)
 	require.NoError(t, err)
-	require.Equal(t, outbox.PartitionLayout{Count: 4, Live: 8, Kept: 8, Recorded: true}, tb.layout(t))
+	require.Equal(t, outbox.PartitionLayout{Count: 4, Live: 8, Kept: 8, Recorded: true, History: []int{4, 8, 4}}, tb.layout(t))
 	// A count set by hand stands until another deploy.
 	require.NoError(t, tb.e.PartitionsSet(ctx, 6))
 	_, err = tb.e.Reap(ctx)
