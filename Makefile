@@ -10,7 +10,7 @@ help: ## List the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: test
-test: vet unit sim-ci infra-test lambda-local local-test ## Run every test suite (what CI runs)
+test: vet unit sim-ci infra-test lambda-local local-test console-browser ## Run every test suite (what CI runs)
 
 .PHONY: vet
 vet: ## go vet the runtime module
@@ -98,6 +98,31 @@ local-figures: .cache/rie-$(RIE_VERSION).stamp ## Measure ferry local: enqueue-t
 .PHONY: lambda-local
 lambda-local: .cache/rie-$(RIE_VERSION).stamp ## Run each function under the Lambda emulator with events/ samples; prints sizes, cold and warm times
 	LAMBDA_RIE=$(RIE) $(GO) test -tags emulator -count=1 -v -run TestFunctionsUnderTheEmulator ./internal/emulatortest/
+
+# The console's browser tests (internal/console, build tag browser): a
+# whole ferry dev in the test process, driven in headless Chromium
+# (Debian's chromium package, installed by make chromium) through
+# chromedp, with axe-core (npm, pinned in the package-lock) for the
+# accessibility check. Screenshots go to internal/console/testdata/screenshots.
+CONSOLE_NPM := internal/console/testdata/browser
+
+.PHONY: chromium
+chromium: ## Install Debian's chromium for the console's browser tests (apt-get, as root; nothing when it is there)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	@chromium --version 2>/dev/null | head -1
+
+$(CONSOLE_NPM)/node_modules/.package-lock.json: $(CONSOLE_NPM)/package.json $(CONSOLE_NPM)/package-lock.json
+	cd $(CONSOLE_NPM) && npm ci --no-audit --no-fund
+
+.PHONY: console-browser
+console-browser: chromium $(CONSOLE_NPM)/node_modules/.package-lock.json ## The console in headless Chromium: click through every page, admit and cancel, XSS, axe-core, no console errors
+	$(GO) test -tags browser -count=1 -v -run 'TestConsoleInABrowser' ./internal/console/
+
+.PHONY: console-screenshots
+console-screenshots: chromium $(CONSOLE_NPM)/node_modules/.package-lock.json ## Take docs/console/*.png again (the browser tests' screenshots)
+	FERRY_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -tags browser -count=1 -run 'TestConsoleInABrowser' ./internal/console/
 
 # The deterministic simulator (internal/sim). Under -race the unit run keeps
 # only a few seeds of its CI budget (the race detector slows the

@@ -116,6 +116,7 @@ finish or release what runs, and exit 0.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", devstack.DefaultAddr, "API listen address")
 	f.StringArrayVar(&tokens, "token", nil, "a bearer token and the workspaces it may use, TOKEN=WS1,WS2; repeatable (default: token dev for workspace default)")
+	f.StringArrayVar(&cfg.OperatorTokens, "operator-token", nil, "a token that signs in to the console (/console) seeing every workspace; repeatable (the API does not take it)")
 	f.IntVar(&cfg.Partitions, "partitions", devstack.DefaultPartitions, "outbox partitions")
 	f.DurationVar(&cfg.Lease, "lease", devstack.DefaultLease, "claim lease")
 	f.DurationVar(&cfg.WriteMargin, "write-margin", devstack.DefaultWriteMargin, "lease left that the write fence requires")

@@ -12,6 +12,7 @@ func (s *Stack) printBanner() {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Ferry dev is running.\n\n")
 	fmt.Fprintf(&b, "  API            %s\n", s.URL())
+	fmt.Fprintf(&b, "  console        %s  (sign in with a token below%s)\n", s.ConsoleURL(), operatorNote(len(s.cfg.OperatorTokens)))
 	for _, t := range s.cfg.Tokens {
 		fmt.Fprintf(&b, "  token          %s  (workspaces: %s)\n", t.Token, strings.Join(t.Workspaces, ", "))
 	}
@@ -36,4 +37,11 @@ func (s *Stack) printBanner() {
 	fmt.Fprintf(&b, "    -d '{\"kind\":\"webhook\",\"payload\":{\"url\":\"https://example.com/hook\",\"body\":{\"hello\":\"ferry\"}}}'\n")
 	fmt.Fprintf(&b, "\nPress Ctrl-C to stop.\n")
 	fmt.Fprint(s.cfg.Stdout, b.String())
+}
+
+func operatorNote(n int) string {
+	if n == 0 {
+		return "; --operator-token for every workspace"
+	}
+	return ", or an --operator-token for every workspace"
 }

@@ -43,12 +43,18 @@ func ParseToken(s string) (Token, error) {
 // Config is what `ferry dev` runs with. Its defaults are the flags' defaults
 // (API.md).
 type Config struct {
-	Addr        string        // API listen address; default 127.0.0.1:8080
-	Tokens      []Token       // default: token "dev" for workspace "default"
-	Partitions  int           // default 4
-	Lease       time.Duration // default 5m
-	WriteMargin time.Duration // default 60s
-	RetryBase   time.Duration // default 1s
+	Addr   string  // API listen address; default 127.0.0.1:8080
+	Tokens []Token // default: token "dev" for workspace "default"
+	// OperatorTokens sign in to the console (/console) seeing every
+	// workspace and the instance's pages; the API does not take them.
+	OperatorTokens []string
+	// ConsoleRefresh is how often the console's pages update themselves;
+	// default 2s.
+	ConsoleRefresh time.Duration
+	Partitions     int           // default 4
+	Lease          time.Duration // default 5m
+	WriteMargin    time.Duration // default 60s
+	RetryBase      time.Duration // default 1s
 	// ClockSkew is the bound on clock disagreement the engine allows for;
 	// default 0: one process reads one clock (--clock-skew).
 	ClockSkew        time.Duration
@@ -112,6 +118,8 @@ const (
 	// machine, short enough that half-sent requests do not pile up.
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultReadTimeout       = 30 * time.Second
+	// DefaultConsoleRefresh is how often the console's pages update.
+	DefaultConsoleRefresh = 2 * time.Second
 )
 
 // WithDefaults fills the zero fields.
@@ -124,6 +132,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Partitions == 0 {
 		c.Partitions = DefaultPartitions
+	}
+	if c.ConsoleRefresh == 0 {
+		c.ConsoleRefresh = DefaultConsoleRefresh
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease

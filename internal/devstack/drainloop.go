@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/console"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
@@ -44,7 +45,13 @@ type drainLoop struct {
 	// Passes).
 	passes   uint64
 	passDone *sync.Cond
+	// sweeps: the last drains that claimed something or failed, newest
+	// last (the console's partitions page).
+	sweeps []console.Sweep
 }
+
+// keptSweeps bounds the drains the loop remembers.
+const keptSweeps = 20
 
 func newDrainLoop(engine partitionDrainer, owner string, clk clock.Clock, poll, pass time.Duration, log *slog.Logger) *drainLoop {
 	l := &drainLoop{engine: engine, owner: owner, clk: clk, poll: poll, pass: pass, log: log,
@@ -139,6 +146,8 @@ func (l *drainLoop) work(ctx context.Context, p int) {
 // between drains, never inside an attempt. It takes a probe place until it
 // has claimed actions.
 func (l *drainLoop) drain(ctx context.Context, p int) {
+	rec := console.Sweep{At: l.clk.Now(), Partitions: []int{p}}
+	defer func() { l.remember(rec) }()
 	until := l.clk.Now().Add(l.pass)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.pass+time.Minute)
 	defer cancel()
@@ -147,14 +156,45 @@ func (l *drainLoop) drain(ctx context.Context, p int) {
 		free := sync.OnceFunc(func() { <-l.probes })
 		r, err := l.engine.DrainPartition(pctx, p, outbox.DrainParams{Owner: l.owner, Deadline: until, Started: free})
 		free()
+		if r != nil {
+			rec.Claimed, rec.Ended = rec.Claimed+r.Claimed, rec.Ended+r.Ended
+		}
 		if err != nil {
 			l.log.Warn("draining partition failed", slog.Int("partition", p), slog.Any("error", err))
+			rec.Err = err.Error()
 			return
 		}
 		if !r.More || r.Claimed == 0 || ctx.Err() != nil || !l.clk.Now().Before(until) {
 			return
 		}
 	}
+}
+
+// remember keeps a drain that claimed something or failed (an idle drain
+// every poll would push out everything else).
+func (l *drainLoop) remember(rec console.Sweep) {
+	if rec.Claimed == 0 && rec.Err == "" {
+		return
+	}
+	rec.Took = l.clk.Now().Sub(rec.At)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.sweeps) >= keptSweeps {
+		l.sweeps = l.sweeps[1:]
+	}
+	l.sweeps = append(l.sweeps, rec)
+}
+
+// Sweeps returns the last drains that claimed something or failed, newest
+// first.
+func (l *drainLoop) Sweeps() []console.Sweep {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]console.Sweep, 0, len(l.sweeps))
+	for i := len(l.sweeps) - 1; i >= 0; i-- {
+		out = append(out, l.sweeps[i])
+	}
+	return out
 }
 
 // WaitPasses blocks until more than n passes have completed or ctx is done,

@@ -20,9 +20,11 @@ import (
 
 	"github.com/ferryhq/ferry/internal/adapters/ssrfguard"
 	"github.com/ferryhq/ferry/internal/adapters/webhook"
+	"github.com/ferryhq/ferry/internal/console"
 	"github.com/ferryhq/ferry/internal/ddblocal"
 	"github.com/ferryhq/ferry/internal/handlers"
 	"github.com/ferryhq/ferry/internal/httpapi"
+	"github.com/ferryhq/ferry/internal/operator"
 	"github.com/ferryhq/ferry/internal/outbox"
 	"github.com/ferryhq/ferry/internal/telemetry"
 )
@@ -36,6 +38,7 @@ type Stack struct {
 	engine *outbox.Engine
 	ports  handlers.EnginePorts
 	obs    *telemetry.Observer
+	rec    *console.Recorder // the console's metrics and attempts
 	api    http.Handler
 	ln     net.Listener
 	loop   *drainLoop
@@ -98,7 +101,8 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, retErr error) {
 		metricsOut = io.Discard
 	}
 	s.obs = telemetry.NewObserver(telemetry.NewMetrics(metricsOut, cfg.Clock, map[string]string{"function": "ferry-dev"}), s.log)
-	s.engine, err = outbox.New(s.db, cfg.Clock, reg, cfg.outbox(), outbox.WithObserver(s.obs))
+	s.rec = console.NewRecorder(cfg.Clock, s.obs)
+	s.engine, err = outbox.New(s.db, cfg.Clock, reg, cfg.outbox(), outbox.WithObserver(s.rec))
 	if err != nil {
 		return nil, fmt.Errorf("error building the engine: %w", err)
 	}
@@ -118,26 +122,53 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, retErr error) {
 	if err != nil {
 		return nil, fmt.Errorf("--token: %w", err)
 	}
-	s.api, err = httpapi.New(httpapi.Options{
+	api, err := httpapi.New(httpapi.Options{
 		Outbox: s.engine, Auth: auth, Clock: cfg.Clock, Logger: s.log,
 		Health: s.ping, HealthTTL: cfg.HealthTTL,
 		OnEnqueued: func(actions []outbox.Action) {
 			ps := make([]int, 0, len(actions))
 			for _, a := range actions {
 				ps = append(ps, a.Partition)
+				s.obs.Metrics.Count(telemetry.MetricActionsEnqueued, 1, telemetry.Dim{Name: "Kind", Value: a.Kind})
 			}
+			s.rec.Enqueued(len(actions))
 			s.loop.Wake(ps...)
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error building the HTTP API: %w", err)
 	}
+	c, err := s.newConsole(reg, auth)
+	if err != nil {
+		return nil, err
+	}
+	s.api = console.WithAPI(api, c)
 	var lc net.ListenConfig
 	s.ln, err = lc.Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("error listening on --addr %s: %w", cfg.Addr, err)
 	}
 	return s, nil
+}
+
+// newConsole builds the console (/console): its own engine over a meter,
+// so each page counts its reads, signing in with the API's tokens and the
+// operator tokens, read-write (it is this machine's stack).
+func (s *Stack) newConsole(reg *outbox.Registry, auth httpapi.Authenticator) (*console.Handler, error) {
+	ce, err := outbox.New(operator.NewMeter(s.db), s.cfg.Clock, reg, s.cfg.outbox())
+	if err != nil {
+		return nil, fmt.Errorf("error building the console's engine: %w", err)
+	}
+	c, err := console.New(console.Options{
+		Engine: ce, Login: console.TokenLogin(auth, s.cfg.OperatorTokens), Clock: s.cfg.Clock,
+		Where: fmt.Sprintf("ferry dev, table %s", s.cfg.Table), AllowChanges: true, Refresh: s.cfg.ConsoleRefresh,
+		Metrics: s.rec, Sweeps: s.loop.Sweeps, Attempts: s.rec.Attempts, Logger: s.log,
+		OnAdmitted: func(a *outbox.Action) { s.loop.Wake(a.Partition) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error building the console: %w", err)
+	}
+	return c, nil
 }
 
 // registry registers the built-in adapters.
@@ -165,6 +196,9 @@ func (s *Stack) registry(ctx context.Context) (*outbox.Registry, error) {
 
 // URL is the API's base URL.
 func (s *Stack) URL() string { return "http://" + s.ln.Addr().String() }
+
+// ConsoleURL is the console's address.
+func (s *Stack) ConsoleURL() string { return s.URL() + console.Prefix + "/" }
 
 // Engine is the stack's engine (tests read actions through it).
 func (s *Stack) Engine() *outbox.Engine { return s.engine }
@@ -293,9 +327,12 @@ func (s *Stack) every(ctx context.Context, d time.Duration, f func(context.Conte
 
 func (s *Stack) reap(ctx context.Context) {
 	h := &handlers.ReaperHandler{Engine: s.ports, Obs: s.obs, Log: s.log}
-	if _, err := h.Invoke(ctx, events.EventBridgeEvent{ID: "ferry-dev-reaper"}); err != nil {
+	resp, err := h.Invoke(ctx, events.EventBridgeEvent{ID: "ferry-dev-reaper"})
+	if err != nil {
 		s.log.Warn("reaper pass failed", slog.Any("error", err))
+		return
 	}
+	s.rec.Backlog(resp.BacklogDepth)
 }
 
 func (s *Stack) retain(ctx context.Context) {
