@@ -22,12 +22,17 @@ import (
 const (
 	MetricNamespace      = "Ferry"
 	MetricDimensionStack = "Stack"
-	MetricActionsEnded   = "ActionsEnded"   // Count [Stack, Kind, Outcome, StopReason]
-	MetricAttempts       = "Attempts"       // Count [Stack, Kind]
-	MetricClaimed        = "ClaimedActions" // Count [Stack]
-	MetricClaimConflicts = "ClaimConflicts" // Count [Stack]
-	MetricShortBatches   = "ShortBatches"   // Count [Stack]
-	MetricFenceRefusals  = "FenceRefusals"  // Count [Stack, Kind]
+	MetricActionsEnded   = "ActionsEnded" // Count [Stack, Kind, Outcome, StopReason]
+	MetricAttempts       = "Attempts"     // Count [Stack, Kind]
+	// MetricActionsEnqueued and MetricDeferrals: new actions (the enqueue
+	// function) and deferrals (the drainer), by kind; the web console's
+	// chart reads them as this dashboard does.
+	MetricActionsEnqueued = "ActionsEnqueued" // Count [Stack, Kind]
+	MetricDeferrals       = "Deferrals"       // Count [Stack, Kind]
+	MetricClaimed         = "ClaimedActions"  // Count [Stack]
+	MetricClaimConflicts  = "ClaimConflicts"  // Count [Stack]
+	MetricShortBatches    = "ShortBatches"    // Count [Stack]
+	MetricFenceRefusals   = "FenceRefusals"   // Count [Stack, Kind]
 	// The reaper's backlog gauges (design.md §8): BacklogDepth and
 	// OldestDueAge count what the drainer could claim now; BlockedDepth
 	// and OldestBlockedAge the due actions waiting behind an earlier live

@@ -69,10 +69,12 @@ func (s *Stack) newDashboard() {
 			},
 			{
 				graph("Throughput: ended actions by outcome", []awscloudwatch.IMetric{query("ended", endedQuery(stack, ""))}, nil),
-				graph("Throughput: attempts and claims",
+				graph("Throughput: enqueued, attempts, claims and deferrals",
 					[]awscloudwatch.IMetric{
+						query("enqueued", kindQuery(stack, MetricActionsEnqueued)),
 						query("attempts", kindQuery(stack, MetricAttempts)),
 						count(MetricClaimed),
+						query("deferred", kindQuery(stack, MetricDeferrals)),
 					},
 					[]awscloudwatch.IMetric{
 						count(MetricClaimConflicts), count(MetricShortBatches),

@@ -693,6 +693,9 @@ func TestDashboard(t *testing.T) {
 		require.Contains(t, body, `["Ferry","BlockedDepth","Stack","Ferry"`)
 		require.Contains(t, body, `["Ferry","OldestBlockedAge","Stack","Ferry"`)
 		require.Contains(t, body, `SELECT SUM(Attempts) FROM SCHEMA(\"Ferry\", Kind, Stack) WHERE Stack = 'Ferry'`)
+		// What the web console's chart reads too (internal/console).
+		require.Contains(t, body, `SELECT SUM(ActionsEnqueued) FROM SCHEMA(\"Ferry\", Kind, Stack) WHERE Stack = 'Ferry'`)
+		require.Contains(t, body, `SELECT SUM(Deferrals) FROM SCHEMA(\"Ferry\", Kind, Stack) WHERE Stack = 'Ferry'`)
 		// Every Ferry metric of the dashboard names this stack: a metric
 		// array ["Ferry", name, …] always goes on with "Stack", "Ferry".
 		for _, m := range regexp.MustCompile(`\["Ferry","[A-Za-z]+"[^\]]*\]`).FindAllString(body, -1) {

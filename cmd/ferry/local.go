@@ -94,6 +94,7 @@ SIGINT/SIGTERM stop it and print a summary.`,
 	f.StringVar(&cfg.Addr, "addr", lambdastack.DefaultAddr, "HTTP API listen address")
 	f.StringVar(&cfg.DynamoDBAddr, "dynamodb-addr", "127.0.0.1:0", "embedded DynamoDB listen address (port 0: any free port, printed)")
 	f.StringArrayVar(&tokens, "token", nil, "a bearer token and the workspaces it may use, TOKEN=WS1,WS2; repeatable (default: token dev for workspace default)")
+	f.StringArrayVar(&cfg.OperatorTokens, "operator-token", nil, "a token that signs in to the console (/console) seeing every workspace; repeatable (the API does not take it)")
 	f.StringVar(&cfg.Template, "template", "", "the CloudFormation template to run (default: the stack's template in infra/cdk.out)")
 	f.StringVar(&infraDir, "infra", "infra", "the CDK app, synthesized into its cdk.out when that is missing or older than the app")
 	f.StringVar(&stack, "stack", "", "the stack to run when the cloud assembly has several")

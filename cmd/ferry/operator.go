@@ -88,7 +88,7 @@ func args(n int, names string) cobra.PositionalArgs {
 }
 
 func newOperatorCommands(o *operatorFlags) []*cobra.Command {
-	return []*cobra.Command{newStatusCommand(o), newActionsCommand(o), newSubjectsCommand(o), newPartitionsCommand(o)}
+	return []*cobra.Command{newStatusCommand(o), newActionsCommand(o), newSubjectsCommand(o), newPartitionsCommand(o), newConsoleCommand(o)}
 }
 
 func newPartitionsCommand(o *operatorFlags) *cobra.Command {

@@ -23,6 +23,8 @@ type Logs struct {
 	Dir string
 	// ShowEMF prints the EMF lines too.
 	ShowEMF bool
+	// OnEMF, when set, sees every EMF line (the console's chart).
+	OnEMF func(line []byte)
 
 	mu      sync.Mutex
 	files   map[string]*os.File
@@ -55,6 +57,9 @@ func (l *Logs) Event(function, label, msg string) {
 func (l *Logs) line(function, label string, line []byte) {
 	line = bytes.TrimRight(line, "\r")
 	emf := l.collectEMF(function, line)
+	if emf && l.OnEMF != nil {
+		l.OnEMF(line)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.lines == nil {

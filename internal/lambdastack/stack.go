@@ -1,6 +1,7 @@
 package lambdastack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,8 +26,12 @@ import (
 
 	"github.com/ferryhq/ferry/internal/adapters/email"
 	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/console"
 	"github.com/ferryhq/ferry/internal/ddblocal"
 	"github.com/ferryhq/ferry/internal/ddblocal/ddbhttp"
+	"github.com/ferryhq/ferry/internal/httpapi"
+	"github.com/ferryhq/ferry/internal/operator"
+	"github.com/ferryhq/ferry/internal/outbox"
 )
 
 // Token is a local bearer token and the workspaces it stands for.
@@ -47,8 +53,12 @@ type Config struct {
 	// DynamoDBAddr the embedded DynamoDB's (port 0: any).
 	Addr, DynamoDBAddr string
 	Tokens             []Token
-	MailDir            string
-	WebhookSecret      string
+	// OperatorTokens sign in to the console seeing every workspace;
+	// ConsoleRefresh is how often its pages update (default 2s).
+	OperatorTokens []string
+	ConsoleRefresh time.Duration
+	MailDir        string
+	WebhookSecret  string
 	// AllowPrivateWebhooks lets the drainer reach loopback receivers
 	// (FERRY_ALLOW_PRIVATE_WEBHOOKS in its environment; never in the
 	// template).
@@ -84,6 +94,7 @@ type Stack struct {
 	emulators map[string]*Emulator
 	pollers   []*Poller
 	front     *Front
+	recorder  *console.Recorder // the console's chart, from the functions' EMF lines
 	apiLn     net.Listener
 	ddbLn     net.Listener
 	awsLn     net.Listener
@@ -150,7 +161,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			return nil, err
 		}
 	}
-	if err := s.serveAPI(); err != nil {
+	if err := s.serveAPI(ctx); err != nil {
 		return nil, err
 	}
 	for _, m := range s.Template.Mappings {
@@ -283,7 +294,7 @@ func (s *Stack) overrides(f *Function) map[string]string {
 	return out
 }
 
-func (s *Stack) serveAPI() error {
+func (s *Stack) serveAPI(ctx context.Context) error {
 	claim := "ferry_workspaces"
 	for _, r := range s.Template.Routes {
 		if f := s.Template.Function(r.Function); f != nil && f.Environment["FERRY_WORKSPACE_CLAIM"] != "" {
@@ -301,13 +312,60 @@ func (s *Stack) serveAPI() error {
 	}
 	s.front = &Front{Routes: s.Template.Routes, Functions: fns, Principals: principals, Local: s.cfg.Local}
 	s.front.Log = func(format string, args ...any) { s.logs.Event("api", "api", fmt.Sprintf(format, args...)) }
-	var err error
+	c, err := s.newConsole(ctx)
+	if err != nil {
+		return err
+	}
 	if s.apiLn, err = net.Listen("tcp", s.cfg.Addr); err != nil {
 		return fmt.Errorf("API listen address %s: %w", s.cfg.Addr, err)
 	}
-	s.serve(s.apiLn, s.front)
+	s.serve(s.apiLn, console.WithAPI(s.front, c))
 	return nil
 }
+
+// newConsole builds the console (/console beside the API): it reads the
+// embedded table directly, as an operator's commands would (no function's
+// role applies), signs in with the local tokens (their workspaces) and the
+// operator tokens, and charts the functions' EMF metrics.
+func (s *Stack) newConsole(ctx context.Context) (*console.Handler, error) {
+	partitions, _ := strconv.Atoi(s.functionEnv("FERRY_PARTITIONS"))
+	retention, _ := time.ParseDuration(s.functionEnv("FERRY_RETENTION"))
+	sess, err := operator.NewSession(ctx, s.db, clock.System{}, operator.Target{Table: s.Template.Table.Name,
+		Partitions: cmp.Or(partitions, outbox.DefaultPartitions), Retention: cmp.Or(retention, outbox.DefaultRetention)})
+	if err != nil {
+		return nil, fmt.Errorf("the console: %w", err)
+	}
+	tokens := map[string][]string{}
+	for _, t := range s.cfg.Tokens {
+		tokens[t.Token] = append(tokens[t.Token], t.Workspaces...)
+	}
+	auth, err := httpapi.NewBearerTokens(tokens)
+	if err != nil {
+		return nil, fmt.Errorf("--token: %w", err)
+	}
+	s.recorder = console.NewRecorder(clock.System{}, nil)
+	s.logs.OnEMF = s.recorder.IngestEMF
+	return console.New(console.Options{Engine: sess.Engine, Login: console.TokenLogin(auth, s.cfg.OperatorTokens),
+		Clock: clock.System{}, Where: "ferry local, table " + s.Template.Table.Name, AllowChanges: true,
+		Refresh: cmp.Or(s.cfg.ConsoleRefresh, 2*time.Second), Metrics: s.recorder})
+}
+
+// functionEnv is a variable of the functions' environment (the first
+// function that sets it).
+func (s *Stack) functionEnv(name string) string {
+	for _, f := range s.Template.Functions {
+		if v := f.Environment[name]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// ConsoleMetrics is the console's chart: the functions' EMF metrics.
+func (s *Stack) ConsoleMetrics() console.Metrics { return s.recorder }
+
+// ConsoleURL is the console's address.
+func (s *Stack) ConsoleURL() string { return s.URL() + console.Prefix + "/" }
 
 // URL is the HTTP API's base URL.
 func (s *Stack) URL() string { return "http://" + s.apiLn.Addr().String() }
@@ -499,6 +557,7 @@ func (s *Stack) Banner(w io.Writer) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Ferry local is running %s\n\n", s.Template.Path)
 	fmt.Fprintf(&b, "  API            %s  (payload 2.0 to %s)\n", s.URL(), routeFunctions(s.Template.Routes))
+	fmt.Fprintf(&b, "  console        %s  (sign in with a token below, or an --operator-token for every workspace)\n", s.ConsoleURL())
 	for _, t := range s.cfg.Tokens {
 		fmt.Fprintf(&b, "  token          %s  (workspaces: %s)\n", t.Token, strings.Join(t.Workspaces, ", "))
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -214,6 +215,31 @@ func TestLocalStackDeployedWiring(t *testing.T) {
 
 	require.Equal(t, 1.0, b.stack.Logs().Metric("drainer", "ActionsEnded", "Kind=webhook", "Outcome=DONE"), "EMF lines are added up")
 	require.Equal(t, 1.0, b.stack.Logs().Metric("drainer", "ActionsEnded", "Kind=email", "Outcome=DONE"))
+
+	// The console beside the API: the dev token sees its workspace's
+	// actions, the chart counts the functions' EMF lines.
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(b.stack.ConsoleURL() + "login?token=dev&next=%2Fconsole%2Factions")
+	require.NoError(t, err)
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(page), hook)
+	require.Contains(t, string(page), mail)
+	var banner strings.Builder
+	b.stack.Banner(&banner)
+	require.Contains(t, banner.String(), b.stack.ConsoleURL(), "the banner names the console")
+	s, err := b.stack.ConsoleMetrics().Series(context.Background(), time.Now())
+	require.NoError(t, err)
+	delivered := 0.0
+	for _, v := range s.Delivered {
+		if v != nil {
+			delivered += *v
+		}
+	}
+	require.Equal(t, 2.0, delivered, "the chart counts the drainer's ActionsEnded")
 }
 
 // TestLocalStackChangedStreamFilter: in a copy of the template whose
