@@ -47,7 +47,8 @@ func run() error {
 		thrN        = flag.Int("drain-actions", 2000, "backlog of the drain-rate run")
 		rie         = flag.String("rie", "", "aws-lambda-rie binary for the emulator timings (default: $LAMBDA_RIE, then PATH, then ~/go/bin)")
 		noLambda    = flag.Bool("no-lambda", false, "skip the bootstrap sizes and emulator timings")
-		workloads   = flag.String("workloads", "", "comma-separated cost workloads to run (keyless,laned,trickle,keyed,email,batch25,backlog,stranded,listing; default all; deferred only when named)")
+		workloads   = flag.String("workloads", "", "comma-separated cost workloads to run (keyless,laned,trickle,keyed,email,batch25,backlog,stranded,listing,console; default all; deferred only when named)")
+		consoleN    = flag.Int("console-actions", 100000, "actions in the table of the console's page renders")
 		deferFor    = flag.Duration("defer-for", time.Hour, "the deferred workload's wait (every tenth action's first call)")
 		costsOnly   = flag.Bool("costs-only", false, "run the cost workloads only (no latency, drain rate, memory, bootstrap sizes or emulator timings)")
 		scale       = flag.String("scale", "grid", "scale model: grid (issue 18's rates x partitions), none, or only (the grid alone: printed, and its chart written; no Markdown)")
@@ -158,6 +159,12 @@ func run() error {
 	if len(only) == 0 || slices.Contains(only, "listing") {
 		step("  listing")
 		if res.Listings, err = bench.Listings(ctx, bench.CostOptions{Payload: pl}); err != nil {
+			return err
+		}
+	}
+	if len(only) == 0 || slices.Contains(only, "console") {
+		step("  console pages")
+		if res.Console, err = bench.ConsolePages(ctx, bench.CostOptions{Payload: pl, Backlog: *consoleN}, step); err != nil {
 			return err
 		}
 	}

@@ -102,3 +102,22 @@ func TestHotLaneRunCountsRefusalsApart(t *testing.T) {
 	require.Positive(t, h.Actions)
 	require.Equal(t, h.Requests, h.Actions+h.Refused)
 }
+
+// TestConsolePages: the console's pages render against a filled table,
+// each with the calls and read units of its footer; a workspace's listing
+// within a creation-time window reads only that stretch of the workspace
+// index. (Their times are for the benchmark, not for a test.)
+func TestConsolePages(t *testing.T) {
+	t.Parallel()
+	pages, err := ConsolePages(context.Background(), CostOptions{Backlog: 1000}, func(string) {})
+	require.NoError(t, err)
+	require.Len(t, pages, 10)
+	for _, p := range pages {
+		require.Positive(t, p.Calls, p.Page)
+		require.Positive(t, p.RRU, p.Page)
+	}
+	window := pages[4]
+	require.Contains(t, window.Page, "time window")
+	require.Less(t, window.RRU, pages[3].RRU, "a time window reads only its stretch of the index")
+	require.Equal(t, 2, window.Calls)
+}

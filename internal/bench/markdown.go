@@ -17,6 +17,7 @@ type Results struct {
 	PayloadSize int // payload bytes of a 1 KB action
 	Costs       []Cost
 	Listings    []ListingCost // a workspace's listing among another's actions (issue 13)
+	Console     []ConsolePage // the web console's pages at ConsoleActions actions (issue 29)
 	StreamCosts []Cost        // the stream wake-up runs' costs (informational)
 	Latency     []Latency
 	Throughput  *Throughput
@@ -239,6 +240,9 @@ func (r *Results) Markdown(w io.Writer) {
 		}
 		p("")
 	}
+	if len(r.Console) > 0 {
+		consoleSection(p, r.Console)
+	}
 	p("## Latency: enqueue to provider call, 5 ms per DynamoDB call")
 	p("")
 	p("| wake-up | actions | arrivals/s | p50 | p99 | max |")
@@ -329,4 +333,18 @@ func countOf(r *Results, prefix string) string {
 		return fmt.Sprint(c.Delivered)
 	}
 	return "—"
+}
+
+// consoleSection writes the console's page renders (issue 29).
+func consoleSection(p func(string, ...any), pages []ConsolePage) {
+	p("## The web console at %d actions", ConsoleActions)
+	p("")
+	p("Each page of the console (`internal/console`) rendered %d times by its handler in this process, over the embedded DynamoDB, against a table of %d actions in %d workspaces (every fifth in a lane, one in a hundred a proposal, all delivered today but the newest 2,000, due), on 16 partitions: the median and slowest server time, the DynamoDB calls and read units the page's footer shows, and the median server time again with every DynamoDB call taking %s more (a real sleep: what a table on AWS adds; the overview reads 8 partitions at once). The overview counts at most 500 endings per partition (lower bounds, marked, above that).", consoleRenders, ConsoleActions, consoleWorkspaces, CallLatency)
+	p("")
+	p("| page | viewer | calls | RRU | median | slowest | median, %s per call |", CallLatency)
+	p("|---|---|---:|---:|---:|---:|---:|")
+	for _, c := range pages {
+		p("| %s | %s | %d | %.1f | %s | %s | %s |", c.Page, c.Viewer, c.Calls, c.RRU, c.Median.Round(100*time.Microsecond), c.Max.Round(100*time.Microsecond), c.Modelled.Round(time.Millisecond))
+	}
+	p("")
 }

@@ -32,6 +32,8 @@ type overviewData struct {
 	Workspaces  []string // the viewer's, when it is not an operator
 	Chart       bool
 	ChartSource string
+	AllEnded    bool // counted up to the CLI's bound
+	EndedBound  int  // ended rows counted per partition at most
 }
 
 func newBacklogRow(name string, ps outbox.PartitionStatus) backlogRow {
@@ -42,14 +44,27 @@ func newBacklogRow(name string, ps outbox.PartitionStatus) backlogRow {
 	return r
 }
 
+// Bounds of the overview's reads: partitions read at once, and the ended
+// rows counted per partition (`?ended=all`: the CLI's bound).
+const (
+	overviewConcurrency = 8
+	overviewEndedRows   = 500
+)
+
 // overview is the first page: the backlog per partition and in total (as
 // `ferry status` reads it: bounded reads of each partition's due index,
-// claim fence and retention journal), the actions ended today by outcome,
-// and, for an operator, the chart of the last hour.
+// claim fence and retention journal, eight partitions at once), the
+// actions ended today by outcome (at most overviewEndedRows counted per
+// partition unless `?ended=all`), and, for an operator, the chart of the
+// last hour.
 func (h *Handler) overview(r *http.Request, v *Viewer) (*page, error) {
 	now := h.opts.Clock.Now().UTC()
 	since := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	p := outbox.StatusParams{EndedSince: since}
+	p := outbox.StatusParams{EndedSince: since, Concurrency: overviewConcurrency, MaxEndedRows: overviewEndedRows}
+	all := r.URL.Query().Get("ended") == "all"
+	if all {
+		p.MaxEndedRows = outbox.DefaultStatusEndedRows
+	}
 	if !v.Operator {
 		p.Workspaces = v.Workspaces
 	}
@@ -57,7 +72,7 @@ func (h *Handler) overview(r *http.Request, v *Viewer) (*page, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := overviewData{Status: st, EndedSince: since, Columns: endedColumns, Total: newBacklogRow("total", st.Total)}
+	d := overviewData{Status: st, EndedSince: since, Columns: endedColumns, Total: newBacklogRow("total", st.Total), AllEnded: all, EndedBound: p.MaxEndedRows}
 	for _, ps := range st.Partitions {
 		d.Rows = append(d.Rows, newBacklogRow(strconv.Itoa(ps.Partition), ps))
 	}

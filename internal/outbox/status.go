@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +23,9 @@ type StatusParams struct {
 	// MaxEndedRows bounds the ended rows read per partition; 0:
 	// DefaultStatusEndedRows.
 	MaxEndedRows int
+	// Concurrency is how many partitions are read at once (0 or 1: one
+	// after another); the reads of a partition stay sequential.
+	Concurrency int
 	// Workspaces, when set, counts only the actions of these workspaces
 	// (a tenant's view: the reads are the same). The claim fences'
 	// in-flight entries are the partition's, whatever their workspace, and
@@ -94,12 +98,26 @@ func (e *Engine) StatusGet(ctx context.Context, p StatusParams) (*Status, error)
 	if err != nil {
 		return nil, err
 	}
-	for part := 0; part < kept; part++ {
-		ps, err := e.partitionStatus(ctx, part, p, now)
-		if err != nil {
-			return nil, fmt.Errorf("error reading the status of partition %d: %w", part, err)
+	st.Partitions = make([]PartitionStatus, kept)
+	errs := make([]error, kept)
+	next := make(chan int, kept)
+	for part := range kept {
+		next <- part
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range max(1, min(p.Concurrency, kept)) {
+		wg.Go(func() {
+			for part := range next {
+				st.Partitions[part], errs[part] = e.partitionStatus(ctx, part, p, now)
+			}
+		})
+	}
+	wg.Wait()
+	for part, ps := range st.Partitions {
+		if errs[part] != nil {
+			return nil, fmt.Errorf("error reading the status of partition %d: %w", part, errs[part])
 		}
-		st.Partitions = append(st.Partitions, ps)
 		st.Total.add(ps)
 	}
 	return st, nil
