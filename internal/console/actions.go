@@ -29,6 +29,7 @@ type listData struct {
 	Examined   int
 	Next       string // the next page's URL ("" on the last)
 	Source     string // what the listing read, in words
+	Changes    bool   // the console may change actions (erase a subject)
 }
 
 // listFilter is the actions page's query.
@@ -90,7 +91,7 @@ func (h *Handler) actions(r *http.Request, v *Viewer) (*page, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := listData{Filter: f, States: allStates, Examined: res.Examined, Source: sourceWords(p)}
+	d := listData{Filter: f, States: allStates, Examined: res.Examined, Source: sourceWords(p), Changes: h.opts.AllowChanges}
 	if !v.Operator {
 		d.Workspaces = v.Workspaces
 	}

@@ -136,6 +136,8 @@ func (h *Handler) routes() {
 	h.mux.Handle("GET "+Prefix+"/lanes", h.signedIn(h.lane))
 	h.mux.Handle("GET "+Prefix+"/proposals", h.signedIn(h.proposals))
 	h.mux.Handle("GET "+Prefix+"/partitions", h.signedIn(h.partitions))
+	h.mux.Handle("GET "+Prefix+"/subjects/erase", h.signedIn(h.eraseConfirm))
+	h.mux.Handle("POST "+Prefix+"/subjects/erase", h.signedIn(h.erase))
 	h.mux.HandleFunc("GET "+Prefix+"/metrics.json", h.metricsJSON)
 }
 

@@ -391,3 +391,51 @@ func jsonMs(t time.Time) string {
 	b, _ := json.Marshal(t.UnixMilli())
 	return string(b)
 }
+
+// TestEraseASubject: erasing a subject asks what `ferry subjects erase`
+// asks, with the subject's actions counted by state; it needs the form of
+// this console; it is the engine's erasure within one workspace; a
+// workspace token erases only in its workspaces; a read-only console
+// refuses it.
+func TestEraseASubject(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{AllowChanges: true})
+	for range 3 {
+		b.enqueue(t, outbox.EnqueueParams{WorkspaceID: "a", SubjectID: "ann"})
+	}
+	b.enqueue(t, outbox.EnqueueParams{WorkspaceID: "a", SubjectID: "ann", Propose: true})
+	theirs := b.enqueue(t, outbox.EnqueueParams{WorkspaceID: "b", SubjectID: "ann"})
+	br := b.signIn(t, "ta")
+	_, body := br.get("/console/actions?ws=a&subject=ann", nil)
+	require.Contains(t, body, "Erase subject ann…")
+	path := "/console/subjects/erase?ws=a&subject=ann"
+	resp, body := br.get(path, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, "Erase 4 actions of subject ann, their idempotency records and delivery evidence? This cannot be undone")
+	require.Contains(t, body, "3 ADMITTED")
+	require.Contains(t, body, "1 PROPOSED")
+	resp, _ = br.get("/console/subjects/erase?ws=b&subject=ann", nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Equal(t, http.StatusForbidden, br.post("/console/subjects/erase?ws=b&subject=ann", url.Values{"csrf": {br.csrf(path)}}, nil).StatusCode)
+	require.Equal(t, http.StatusForbidden, br.post(path, url.Values{}, nil).StatusCode, "no CSRF token")
+
+	req, err := http.NewRequest(http.MethodPost, b.srv.URL+path, strings.NewReader(url.Values{"csrf": {br.csrf(path)}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = br.c.Do(req)
+	require.NoError(t, err)
+	done, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(done), "Erased 4 actions of subject ann in workspace a")
+	r, err := b.engine.ActionFind(context.Background(), outbox.ActionFindParams{WorkspaceID: "a", SubjectID: "ann"})
+	require.NoError(t, err)
+	require.Empty(t, r.Actions)
+	_, err = b.engine.ActionGet(context.Background(), theirs.ID)
+	require.NoError(t, err, "the other workspace's subject is untouched")
+
+	ro := setup(t, Options{})
+	rb := ro.signIn(t, "ta")
+	resp, _ = rb.get(path, nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}

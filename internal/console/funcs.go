@@ -27,6 +27,9 @@ var funcs = template.FuncMap{
 	"wsFilterHref": func(ws, k, v string) string {
 		return Prefix + "/actions?" + url.Values{"ws": {ws}, k: {v}}.Encode()
 	},
+	"eraseHref": func(ws, subject string) string {
+		return Prefix + "/subjects/erase?" + url.Values{"ws": {ws}, "subject": {subject}}.Encode()
+	},
 	"dash": dash,
 	"join": strings.Join,
 	"ints": func(ns []int) string {

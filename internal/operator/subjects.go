@@ -74,7 +74,7 @@ func (s *Session) Erase(ctx context.Context, p EraseParams) error {
 		res.Usage = s.Meter.Usage()
 		return writeJSON(s.Out, res)
 	}
-	if err := s.confirm(fmt.Sprintf("Erase %d actions of subject %s, their idempotency records and delivery evidence? This cannot be undone", res.Found, p.SubjectID)); err != nil {
+	if err := s.confirm(EraseQuestion(res.Found, p.SubjectID)); err != nil {
 		return err
 	}
 	erased := 0
@@ -95,18 +95,34 @@ func (s *Session) Erase(ctx context.Context, p EraseParams) error {
 		return writeJSON(s.Out, res)
 	}
 	s.printf("erased %d actions of subject %s\n", erased, p.SubjectID)
-	s.printf("An action already claimed may still make its one provider call (an idempotent receiver from its claim, any other kind from its write fence); nothing erased is carried out again.\n")
+	s.printf("%s\n", ErasedNote)
 	s.usageLine()
 	return nil
 }
 
+// EraseQuestion is the confirmation `ferry subjects erase` (and the
+// console) asks before erasing n actions of a subject.
+func EraseQuestion(n int, subject string) string {
+	return fmt.Sprintf("Erase %d actions of subject %s, their idempotency records and delivery evidence? This cannot be undone", n, subject)
+}
+
+// ErasedNote is what `ferry subjects erase` (and the console) says after
+// an erasure.
+const ErasedNote = "An action already claimed may still make its one provider call (an idempotent receiver from its claim, any other kind from its write fence); nothing erased is carried out again."
+
 // countSubject counts a subject's actions in one workspace by state.
 func (s *Session) countSubject(ctx context.Context, ws, subject string) (map[string]int, int, error) {
+	return CountSubject(ctx, s.Engine, ws, subject)
+}
+
+// CountSubject counts a subject's actions in one workspace by state, as
+// `ferry subjects erase` does before it asks.
+func CountSubject(ctx context.Context, e *outbox.Engine, ws, subject string) (map[string]int, int, error) {
 	counts := map[string]int{}
 	n := 0
 	p := outbox.ActionFindParams{WorkspaceID: ws, SubjectID: subject, Limit: 1000}
 	for {
-		r, err := s.Engine.ActionFind(ctx, p)
+		r, err := e.ActionFind(ctx, p)
 		if err != nil {
 			return nil, 0, classify(err)
 		}
