@@ -37,8 +37,9 @@ func newConsoleCommand(o *operatorFlags) *cobra.Command {
 		Long: `Serves the web console (docs/console.md) on a loopback address against the
 table, with this machine's AWS credentials (or --dynamodb-endpoint), and
 prints the link that signs in: only whoever has it can use the console.
-The console only reads unless --allow-changes (then admit and cancel, each
-confirmed, refused as ferry actions refuses them). With --stack NAME the
+The console only reads unless --allow-changes (then admit, cancel and
+erase a subject, each confirmed, refused as ferry actions and ferry
+subjects erase refuse them). With --stack NAME the
 overview's chart reads the stack's CloudWatch metrics (GetMetricData).
 Runs until interrupted.`,
 		Args: args(0, "no arguments"),
@@ -47,7 +48,7 @@ Runs until interrupted.`,
 	f := cmd.Flags()
 	f.StringVar(&cf.addr, "addr", "127.0.0.1:8090", "loopback address to serve on")
 	f.StringVar(&cf.stack, "stack", "", "the deployed stack whose CloudWatch metrics the chart shows (default: no chart)")
-	f.BoolVar(&cf.allowChanges, "allow-changes", false, "let the console admit and cancel actions (each confirmed)")
+	f.BoolVar(&cf.allowChanges, "allow-changes", false, "let the console admit and cancel actions and erase subjects (each confirmed)")
 	f.DurationVar(&cf.refresh, "refresh", 10*time.Second, "how often pages update themselves, each update a read of the table (0: never)")
 	return cmd
 }
@@ -107,9 +108,9 @@ func runConsole(cmd *cobra.Command, o *operatorFlags, cf *consoleFlags) error {
 		return fmt.Errorf("--addr %s: %w", cf.addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
-	mode := "read-only (--allow-changes to admit and cancel)"
+	mode := "read-only (--allow-changes to admit, cancel and erase)"
 	if cf.allowChanges {
-		mode = "admit and cancel allowed, each confirmed"
+		mode = "admit, cancel and erase allowed, each confirmed"
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Ferry console for table %s%s: %s\n\n  open  http://%s%s/login?token=%s\n\nThe link signs in; keep it to yourself. Ctrl-C stops.\n",
 		o.target.Table, whereWords(o.target), mode, ln.Addr(), console.Prefix, token)
