@@ -20,7 +20,7 @@ type backlogRow struct {
 	// earlier live member of its lane (the status's DueDepth and
 	// BlockedDepth).
 	DueClaimable, BehindLane int
-	Ended        []int // by endedColumns
+	Ended                    []int // by endedColumns
 }
 
 type overviewData struct {
