@@ -58,9 +58,6 @@ type Options struct {
 	// MaxResponseBody caps how much of the response body is read (it is
 	// read only so the connection can be reused). Default 64 KiB.
 	MaxResponseBody int64
-	// DefaultThrottleWait is the Defer wait of a 429 without a usable
-	// Retry-After. Default 60 s.
-	DefaultThrottleWait time.Duration
 	// MaxRetryAfter caps the wait a receiver may ask for. Default 1 h.
 	MaxRetryAfter time.Duration
 	// UserAgent is sent with every request. Default "Ferry-Webhooks/1".
@@ -100,9 +97,6 @@ func (o Options) WithDefaults() Options {
 	if o.MaxResponseBody == 0 {
 		o.MaxResponseBody = 64 << 10
 	}
-	if o.DefaultThrottleWait == 0 {
-		o.DefaultThrottleWait = time.Minute
-	}
 	if o.MaxRetryAfter == 0 {
 		o.MaxRetryAfter = time.Hour
 	}
@@ -119,7 +113,7 @@ func (o Options) validate() error {
 	for name, d := range map[string]time.Duration{
 		"DialTimeout": o.DialTimeout, "TLSHandshakeTimeout": o.TLSHandshakeTimeout,
 		"ResponseHeaderTimeout": o.ResponseHeaderTimeout, "Timeout": o.Timeout,
-		"DefaultThrottleWait": o.DefaultThrottleWait, "MaxRetryAfter": o.MaxRetryAfter,
+		"MaxRetryAfter": o.MaxRetryAfter,
 	} {
 		if d < 0 {
 			return fmt.Errorf("webhook: %s cannot be negative", name)
@@ -225,7 +219,8 @@ func (a *Adapter) Prepare(ctx context.Context, att *outbox.Attempt) outbox.Resul
 
 // Execute sends the signed request and maps the answer to an outcome
 // (API.md): 2xx Done; 410 Failed (GONE); 429 and 503 with Retry-After Defer;
-// 429 without it Defer by DefaultThrottleWait; 503 without it Retry; other
+// 429 without a usable one Defer with no wait of its own (the engine backs
+// off from the retry base); 503 without one Retry; other
 // 4xx Failed; 3xx Failed (REDIRECT_REFUSED); 5xx, timeouts and resets Retry;
 // a forbidden destination Failed (DESTINATION_FORBIDDEN).
 func (a *Adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Result {

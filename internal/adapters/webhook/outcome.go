@@ -39,7 +39,10 @@ func (a *Adapter) outcome(resp *http.Response) outbox.Result {
 			return outbox.Defer(wait, serr)
 		}
 		if code == http.StatusTooManyRequests {
-			return outbox.Defer(a.opts.DefaultThrottleWait, serr)
+			// No usable wait (absent, blank, "abc", "1.5"): a Defer of 0
+			// backs off from the retry base, doubling (design.md §7.2),
+			// as docs/api.md promises.
+			return outbox.Defer(0, serr)
 		}
 		return outbox.Retry(serr)
 	case code >= 300 && code <= 399:
