@@ -91,12 +91,14 @@ AWS_ENDPOINT_URL_SESV2 names an SES endpoint. SIGINT/SIGTERM stop claiming,
 finish or release what runs, and exit 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, t := range tokens {
-				tok, err := devstack.ParseToken(t)
-				if err != nil {
-					return fmt.Errorf("--token: %w", err)
-				}
-				cfg.Tokens = append(cfg.Tokens, tok)
+			var err error
+			if cfg.Tokens, err = devstack.ParseTokens(tokens); err != nil {
+				return &operator.Error{Code: operator.ExitUsage, Err: err}
+			}
+			// The flags as typed: a zero is refused here, before Start
+			// would take it for the default.
+			if err := cfg.Validate(); err != nil {
+				return &operator.Error{Code: operator.ExitUsage, Err: err}
 			}
 			log, err := newLogger(logLevel)
 			if err != nil {

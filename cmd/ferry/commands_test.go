@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
+	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/operator"
 )
 
 // TestFlags pins the command line of API.md: names and defaults.
@@ -52,4 +57,42 @@ func TestDevRefusesBadFlags(t *testing.T) {
 		root.SetArgs(args)
 		require.Error(t, root.Execute(), "%v", args)
 	}
+}
+
+// TestDevRefusesZeroesAndRepeatedTokens is issue 28 item 11: `ferry dev
+// --token t=a --token t=b` went on with both (and `ferry local` kept the
+// first), and a zero typed for --partitions, --max-deferrals, --retry-base
+// or --poll was taken for the default. Each is refused before anything
+// starts, exit 2, naming the flag; the engine's settings with the
+// engine's own rule (outbox.Config.Validate).
+func TestDevRefusesZeroesAndRepeatedTokens(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--token", "t=a", "--token", "t=b"}, `--token: token "t" is given twice ("t=a" and "t=b"); give it once with all its workspaces, e.g. --token t=a,b`},
+		{[]string{"--partitions", "0"}, "--partitions must be between 1 and 1024, got 0"},
+		{[]string{"--max-deferrals", "0"}, "--max-deferrals must be between 1 and 10000, got 0"},
+		{[]string{"--retry-base", "0"}, "--retry-base must be positive, got 0s"},
+		{[]string{"--poll", "0"}, "--poll must be positive, got 0s"},
+		{[]string{"--lease", "0"}, "--lease must be at least 1s, got 0s"},
+		{[]string{"--write-margin", "0"}, "--write-margin must be positive, got 0s"},
+		{[]string{"--max-defer-time", "0"}, "--max-defer-time (0s) cannot be shorter than --retry-base (1s)"},
+		{[]string{"--retry-base", "20m"}, "the longest retry backoff (15m0s) cannot be shorter than --retry-base (20m0s)"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		root := newRootCommand()
+		root.SetArgs(append([]string{"dev", "--addr", "127.0.0.1:0", "--mail-dir", t.TempDir(), "--log-level", "error"}, tc.args...))
+		root.SetOut(io.Discard)
+		err := root.ExecuteContext(ctx)
+		cancel()
+		require.EqualError(t, err, tc.want, "%v", tc.args)
+		require.Equal(t, operator.ExitUsage, operator.ExitCode(err), "%v", tc.args)
+	}
+	root := newRootCommand()
+	root.SetArgs([]string{"local", "--token", "t=a", "--token", "t=b,c"})
+	err := root.Execute()
+	require.EqualError(t, err, `--token: token "t" is given twice ("t=a" and "t=b,c"); give it once with all its workspaces, e.g. --token t=a,b,c`)
+	require.Equal(t, operator.ExitUsage, operator.ExitCode(err))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferryhq/ferry/internal/devstack"
 	"github.com/ferryhq/ferry/internal/lambdastack"
+	"github.com/ferryhq/ferry/internal/operator"
 )
 
 func newLocalCommand() *cobra.Command {
@@ -36,11 +37,11 @@ its DynamoDB requests. ` + "`make local`" + ` builds the bootstraps and runs it.
 SIGINT/SIGTERM stop it and print a summary.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, t := range tokens {
-				tok, err := devstack.ParseToken(t)
-				if err != nil {
-					return fmt.Errorf("--token: %w", err)
-				}
+			parsed, err := devstack.ParseTokens(tokens)
+			if err != nil {
+				return &operator.Error{Code: operator.ExitUsage, Err: err}
+			}
+			for _, tok := range parsed {
 				cfg.Tokens = append(cfg.Tokens, lambdastack.Token{Token: tok.Token, Workspaces: tok.Workspaces})
 			}
 			cfg.Schedules = map[string]time.Duration{}

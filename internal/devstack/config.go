@@ -40,6 +40,38 @@ func ParseToken(s string) (Token, error) {
 	return Token{Token: tok, Workspaces: out}, nil
 }
 
+// ParseTokens reads every --token value. A token given twice is refused,
+// naming both values: one token has one entry with all its workspaces
+// (`ferry dev` would otherwise merge them and `ferry local` keep the first,
+// neither of which the user asked for).
+func ParseTokens(values []string) ([]Token, error) {
+	out := make([]Token, 0, len(values))
+	seen := make(map[string]string, len(values))
+	for _, v := range values {
+		tok, err := ParseToken(v)
+		if err != nil {
+			return nil, fmt.Errorf("--token: %w", err)
+		}
+		if first, dup := seen[tok.Token]; dup {
+			return nil, fmt.Errorf("--token: token %q is given twice (%q and %q); give it once with all its workspaces, e.g. --token %s=%s",
+				tok.Token, first, v, tok.Token, strings.Join(append(tokenWorkspaces(out, tok.Token), tok.Workspaces...), ","))
+		}
+		seen[tok.Token] = v
+		out = append(out, tok)
+	}
+	return out, nil
+}
+
+// tokenWorkspaces returns the workspaces of token in tokens.
+func tokenWorkspaces(tokens []Token, token string) []string {
+	for _, t := range tokens {
+		if t.Token == token {
+			return append([]string(nil), t.Workspaces...)
+		}
+	}
+	return nil
+}
+
 // Config is what `ferry dev` runs with. Its defaults are the flags' defaults
 // (API.md).
 type Config struct {
@@ -187,26 +219,18 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate checks the configuration; messages name the flag. The engine's
-// settings are checked by the engine's own rules (outbox.Config.Validate).
+// Validate checks the configuration as given; messages name the flag.
+// Start fills the defaults first (WithDefaults), so a program's zero means
+// the default; `ferry dev` validates its flags before that, so a zero typed
+// on the command line (--partitions 0, --retry-base 0) is refused rather
+// than taken for the default. The engine's settings are checked by the
+// engine's own rules (outbox.Config.Validate, design.md §13), the one home
+// of the timing rules.
 func (c Config) Validate() error {
-	switch {
-	case c.Partitions < 1 || c.Partitions > outbox.MaxPartitionCount:
-		return fmt.Errorf("--partitions must be between 1 and %d, got %d", outbox.MaxPartitionCount, c.Partitions)
-	case c.Lease <= 0:
-		return fmt.Errorf("--lease must be positive")
-	case c.WriteMargin <= 0:
-		return fmt.Errorf("--write-margin must be positive")
-	case c.RetryBase <= 0:
-		return fmt.Errorf("--retry-base must be positive")
-	case c.ClockSkew < 0:
-		return fmt.Errorf("--clock-skew must not be negative (0 is one clock: the default)")
-	case c.MaxDeferrals < 0:
-		return fmt.Errorf("--max-deferrals must be positive")
-	case c.MaxDeferTime < 0:
-		return fmt.Errorf("--max-defer-time must be positive")
+	if err := c.validateTokens(); err != nil {
+		return err
 	}
-	if err := c.outbox().WithDefaults().Validate(); err != nil {
+	if err := c.engineConfig().Validate(); err != nil {
 		var ve *outbox.ValidationError
 		if errors.As(err, &ve) {
 			// The engine names its fields; the user set flags.
@@ -216,11 +240,23 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.Poll <= 0:
-		return fmt.Errorf("--poll must be positive")
+		return fmt.Errorf("--poll must be positive, got %s", c.Poll)
 	case c.WebhookSecret != "" && !strings.HasPrefix(c.WebhookSecret, "whsec_"):
 		return fmt.Errorf("--webhook-secret must start with whsec_")
 	case c.DataDir != "" && c.DynamoDBEndpoint != "":
 		return fmt.Errorf("--data-dir is for the embedded DynamoDB; it cannot go with --dynamodb-endpoint")
+	}
+	return nil
+}
+
+// validateTokens refuses a token given twice (see ParseTokens).
+func (c Config) validateTokens() error {
+	seen := make(map[string]bool, len(c.Tokens))
+	for _, t := range c.Tokens {
+		if seen[t.Token] {
+			return fmt.Errorf("--token: token %q is given twice; give it once with all its workspaces", t.Token)
+		}
+		seen[t.Token] = true
 	}
 	return nil
 }
@@ -230,6 +266,8 @@ var engineFlags = map[string]string{
 	"Table": "--table", "Partitions": "--partitions", "Lease": "--lease",
 	"WriteMargin": "--write-margin", "ClockSkew": "--clock-skew", "RetryBase": "--retry-base",
 	"MaxDeferrals": "--max-deferrals", "MaxDeferTime": "--max-defer-time",
+	// No flag: the message names what it is.
+	"RetryCap": "the longest retry backoff",
 }
 
 // outbox is the engine configuration `ferry dev` runs; the settings it has
@@ -242,6 +280,17 @@ func (c Config) outbox() outbox.Config {
 		ClockSkew: c.ClockSkew, SingleClock: true,
 		MaxDeferrals: c.MaxDeferrals, MaxDeferTime: c.MaxDeferTime,
 	}
+}
+
+// engineConfig is outbox() with the engine's defaults under the settings
+// `ferry dev` has no flag for only: a zero a flag set reaches the engine's
+// rules as a zero, not as its default.
+func (c Config) engineConfig() outbox.Config {
+	e := outbox.Config{SingleClock: true}.WithDefaults()
+	e.Table, e.Partitions, e.Lease = c.Table, c.Partitions, c.Lease
+	e.WriteMargin, e.RetryBase, e.ClockSkew = c.WriteMargin, c.RetryBase, c.ClockSkew
+	e.MaxDeferrals, e.MaxDeferTime = c.MaxDeferrals, c.MaxDeferTime
+	return e
 }
 
 // NewWebhookSecret returns a fresh Standard Webhooks signing secret.

@@ -75,3 +75,26 @@ func TestShortLeasesAreAccepted(t *testing.T) {
 	require.NoError(t, ok.Validate())
 	require.Equal(t, time.Second, ok.outbox().WithDefaults().ClockSkew)
 }
+
+// TestEngineConfigIsWhatRuns: the configuration Validate checks is the one
+// the stack runs once the defaults are in (the engine's defaults under the
+// settings without a flag only).
+func TestEngineConfigIsWhatRuns(t *testing.T) {
+	t.Parallel()
+	c := Config{Lease: 7 * time.Minute, ClockSkew: time.Second, MaxDeferrals: 3}.WithDefaults()
+	require.Equal(t, c.outbox().WithDefaults(), c.engineConfig())
+	zero := Config{}
+	require.Zero(t, zero.engineConfig().Partitions, "a zero set by a flag reaches the engine's rules")
+	require.Zero(t, zero.engineConfig().RetryBase)
+}
+
+// TestParseTokensRefusesARepeatedToken: one token, one entry.
+func TestParseTokensRefusesARepeatedToken(t *testing.T) {
+	t.Parallel()
+	got, err := ParseTokens([]string{"a=x,y", "b=z"})
+	require.NoError(t, err)
+	require.Equal(t, []Token{{Token: "a", Workspaces: []string{"x", "y"}}, {Token: "b", Workspaces: []string{"z"}}}, got)
+	_, err = ParseTokens([]string{"a=x", "b=z", " a = y"})
+	require.EqualError(t, err, `--token: token "a" is given twice ("a=x" and " a = y"); give it once with all its workspaces, e.g. --token a=x,y`)
+	require.EqualError(t, Config{Tokens: append(got, got[0])}.WithDefaults().Validate(), `--token: token "a" is given twice; give it once with all its workspaces`)
+}
