@@ -99,7 +99,12 @@ func FunctionEnvironment(fn FunctionName, p *Props, table, stack string) (map[st
 		if p.SESConfigurationSet != "" {
 			env[EnvSESConfigurationSet] = p.SESConfigurationSet
 		}
-	case FunctionReaper, FunctionRetention, FunctionSESEvents:
+	case FunctionSESEvents:
+		// The set its rule routes: an event of another is dropped.
+		if p.SESConfigurationSet != "" {
+			env[EnvSESConfigurationSet] = p.SESConfigurationSet
+		}
+	case FunctionReaper, FunctionRetention:
 	default:
 		return nil, fmt.Errorf("unknown function %q", fn)
 	}

@@ -338,6 +338,7 @@ func TestFunctionEnvironmentOfConfiguredStack(t *testing.T) {
 		require.Equal(t, "http://localhost:4318", env(fn)["OTEL_EXPORTER_OTLP_ENDPOINT"])
 	}
 	require.Equal(t, "ferry", env(FunctionDrainer)["FERRY_SES_CONFIGURATION_SET"])
+	require.Equal(t, "ferry", env(FunctionSESEvents)["FERRY_SES_CONFIGURATION_SET"], "sesevents drops events of another set")
 
 	j := jwtStack(t)
 	enq := j.props(t, j.stack.LogicalID(j.stack.Functions[FunctionEnqueue]))

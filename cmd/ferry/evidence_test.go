@@ -82,7 +82,9 @@ func TestSESDeliveryAndBounceShowUpThroughTheAPIAndTheCLI(t *testing.T) {
 		require.NoError(t, err)
 		var ev map[string]any
 		require.NoError(t, json.Unmarshal(raw, &ev))
-		ev["detail"].(map[string]any)["mail"].(map[string]any)["tags"].(map[string]any)[email.ActionIDTag] = []any{email.TagValue(id)}
+		mail := ev["detail"].(map[string]any)["mail"].(map[string]any)
+		mail["tags"].(map[string]any)[email.ActionIDTag] = []any{email.TagValue(id)}
+		mail["messageId"] = ended["readback_ref"] // about the message the sink wrote
 		raw, err = json.Marshal(ev)
 		require.NoError(t, err)
 		out, err := ses.Invoke(ctx, raw)

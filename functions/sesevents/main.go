@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -23,6 +24,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sesevents: refusing to start:", err)
 		os.Exit(1)
 	}
-	h := &handlers.SESEventsHandler{Engine: rt.Engine, Obs: rt.Obs, Log: rt.Log}
+	h := &handlers.SESEventsHandler{Engine: rt.Engine, Obs: rt.Obs, Log: rt.Log, Clock: rt.Clock,
+		ConfigurationSet: strings.TrimSpace(os.Getenv(coldstart.EnvSESConfigurationSet))}
 	lambda.StartWithOptions(h.Invoke, lambda.WithEnableSIGTERM(func() { _ = rt.Obs.Flush() }))
 }

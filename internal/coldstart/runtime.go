@@ -43,7 +43,8 @@ const (
 	// accept it).
 	EnvRetention = "FERRY_RETENTION"
 	// EnvSESConfigurationSet is the SES configuration set of emails whose
-	// payload names none. Drainer.
+	// payload names none (drainer), and the one whose events are recorded
+	// (sesevents: an event of another set is dropped).
 	EnvSESConfigurationSet = "FERRY_SES_CONFIGURATION_SET"
 	// EnvRowCap is how many ended actions are kept at most; default the
 	// engine's 500000. Retention (all functions accept it).

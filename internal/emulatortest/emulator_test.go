@@ -224,6 +224,10 @@ func initDuration(out string) string {
 // action (get, admit, cancel).
 const sampleActionID = "01m8kjt9g0bvpgyzgh00b1"
 
+// rieAccount is the account of every function ARN the Lambda Runtime
+// Interface Emulator invokes with (arn:aws:lambda:us-east-1:012345678912:…).
+const rieAccount = "012345678912"
+
 func readEvent(t *testing.T, root, name string) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, "events", name))
@@ -342,12 +346,19 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 	t.Run("SESEvents", func(t *testing.T) {
 		// SES's Delivery and Bounce events of the email the drainer sent,
 		// as the configuration set's EventBridge rule hands them over.
+		sent, err := eng.ActionGet(ctx, seeded["email"])
+		require.NoError(t, err)
 		for _, c := range []struct{ event, outcome string }{
 			{"ses-delivery.json", "RECORDED"}, {"ses-bounce.json", "RECORDED"}, {"ses-bounce.json", "DUPLICATE"},
 		} {
 			var ev map[string]any
 			require.NoError(t, json.Unmarshal(readEvent(t, root, c.event), &ev))
-			ev["detail"].(map[string]any)["mail"].(map[string]any)["tags"].(map[string]any)[email.ActionIDTag] = []any{email.TagValue(seeded["email"])}
+			mail := ev["detail"].(map[string]any)["mail"].(map[string]any)
+			mail["tags"].(map[string]any)[email.ActionIDTag] = []any{email.TagValue(seeded["email"])}
+			// About the message the SES stand-in accepted, in the account
+			// the emulator gives every function's ARN.
+			mail["messageId"] = sent.ReadbackRef
+			ev["account"] = rieAccount
 			raw, err := json.Marshal(ev)
 			require.NoError(t, err)
 			var resp struct{ Outcome string }

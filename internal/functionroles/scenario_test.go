@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -173,15 +174,17 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 		}
 	}
 	require.NotEmpty(t, mailID)
+	ref := do("GET", "/v1/actions/"+mailID, "")["readback_ref"].(string)
 	var wg sync.WaitGroup
 	for _, name := range []string{"ses-send.json", "ses-delivery.json", "ses-bounce.json"} {
 		wg.Go(func() {
-			_, err := ses.Invoke(sesCtx, sesEvent(t, name, mailID))
+			resp, err := ses.Invoke(sesCtx, sesEvent(t, name, mailID, ref))
 			require.NoError(t, err)
+			require.Equal(t, "RECORDED", resp.Outcome, name)
 		})
 	}
 	wg.Wait()
-	resp, err := ses.Invoke(sesCtx, sesEvent(t, "ses-delivery.json", "0-999999"))
+	resp, err := ses.Invoke(sesCtx, sesEvent(t, "ses-delivery.json", "0-999999", ref))
 	require.NoError(t, err)
 	require.Equal(t, "UNKNOWN_ACTION", resp.Outcome)
 	require.Equal(t, "BOUNCED", do("GET", "/v1/actions/"+mailID, "")["delivery"].(map[string]any)["status"])
@@ -199,12 +202,16 @@ func functionScenario(t *testing.T, rec *recorder, clk *clock.Manual) {
 }
 
 // sesEvent loads an SES sample of events/ about action id.
-func sesEvent(t *testing.T, name, id string) events.EventBridgeEvent {
+// sesEvent is the sample events/<name> about action id, whose SES message
+// id (readback_ref) is ref.
+func sesEvent(t *testing.T, name, id, ref string) events.EventBridgeEvent {
 	var ev events.EventBridgeEvent
 	require.NoError(t, json.Unmarshal(readEvent(t, name), &ev))
 	const sampleID = `"01m8kjt9g0bvpgyzgh00b1"` // the samples' ferry_action_id
+	const sampleRef = `"0102019a1b2c3d4e-5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c-000000"`
 	require.Contains(t, string(ev.Detail), sampleID)
-	ev.Detail = json.RawMessage(strings.Replace(string(ev.Detail), sampleID, `"`+email.TagValue(id)+`"`, 1))
+	detail := strings.Replace(string(ev.Detail), sampleID, `"`+email.TagValue(id)+`"`, 1)
+	ev.Detail = json.RawMessage(strings.ReplaceAll(detail, sampleRef, strconv.Quote(ref)))
 	return ev
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -26,14 +27,19 @@ import (
 	"github.com/ferryhq/ferry/internal/telemetry"
 )
 
-// sesSender answers SendEmail with err (nil: accepted).
+// sampleMessageID is SES's message id in every sample of events/.
+const sampleMessageID = "0102019a1b2c3d4e-5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c-000000"
+
+// sesSender answers SendEmail with err (nil: accepted, as the samples'
+// message id, so the samples are about the email it sent).
 type sesSender struct{ err error }
 
 func (s sesSender) SendEmail(context.Context, *sesv2.SendEmailInput, ...func(*sesv2.Options)) (*sesv2.SendEmailOutput, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	return &sesv2.SendEmailOutput{MessageId: new(string)}, nil
+	id := sampleMessageID
+	return &sesv2.SendEmailOutput{MessageId: &id}, nil
 }
 
 type sesBundle struct {
@@ -49,7 +55,8 @@ type sesBundle struct {
 func setupSES(t *testing.T, sender email.Sender, db outbox.DynamoDB) *sesBundle {
 	t.Helper()
 	ctx := context.Background()
-	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 59, 0, 0, time.UTC))
+	// After the samples' dates: an event dated ahead of the clock is refused.
+	clk := clock.NewManual(time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC))
 	if db == nil {
 		db = ddblocal.New(ddblocal.WithClock(clk))
 	}
@@ -64,7 +71,7 @@ func setupSES(t *testing.T, sender email.Sender, db outbox.DynamoDB) *sesBundle 
 	w := telemetry.NewLockedWriter(out)
 	obs := telemetry.NewObserver(telemetry.NewMetrics(w, clk, nil).WithBase(telemetry.Dim{Name: telemetry.DimStack, Value: "Ferry"}),
 		telemetry.NewLogger(w, slog.LevelInfo))
-	h := &handlers.SESEventsHandler{Engine: eng, Obs: obs, Log: obs.Log}
+	h := &handlers.SESEventsHandler{Engine: eng, Obs: obs, Log: obs.Log, Clock: clk, ConfigurationSet: "ferry"}
 	return &sesBundle{ctx: ctx, clk: clk, eng: eng, out: out, fn: lambda.NewHandler(h.Invoke)}
 }
 
@@ -219,4 +226,66 @@ func TestSESEventsFailWhenDynamoDBDoes(t *testing.T) {
 	b := setupSES(t, sesSender{}, failingGets{db})
 	_, err := b.fn.Invoke(b.ctx, sample(t, "ses-delivery.json", outbox.NewActionID(clk.Now(), 1, 1, 1)))
 	require.ErrorContains(t, err, "connection refused")
+}
+
+// TestSESEventsRefuseWhatSESDidNotSay is issue 28 item 10: an event with
+// source evil.example, a foreign account, detail-type "Totally Not SES",
+// no configuration-set tag, another messageId than the action's
+// readback_ref, or a date in the future was recorded as evidence. Each is
+// now dropped and counted by reason, and nothing is recorded; the sample
+// itself still is.
+func TestSESEventsRefuseWhatSESDidNotSay(t *testing.T) {
+	t.Parallel()
+	b := setupSES(t, sesSender{}, nil)
+	a := b.email(t)
+	require.Equal(t, sampleMessageID, a.ReadbackRef)
+	// The function's ARN names its account (Lambda's invocation context).
+	fnCtx := lambdacontext.NewContext(b.ctx, &lambdacontext.LambdaContext{
+		InvokedFunctionArn: "arn:aws:lambda:eu-west-1:111122223333:function:ferry-sesevents"})
+	edit := func(change func(ev, mail map[string]any)) []byte {
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal(sample(t, "ses-bounce.json", a.ID), &ev))
+		change(ev, ev["detail"].(map[string]any)["mail"].(map[string]any))
+		raw, err := json.Marshal(ev)
+		require.NoError(t, err)
+		return raw
+	}
+	future := b.clk.Now().Add(2 * time.Minute).Format(time.RFC3339Nano)
+	for _, c := range []struct {
+		reason string
+		raw    []byte
+	}{
+		{"NOT_SES", edit(func(ev, _ map[string]any) { ev["source"] = "evil.example" })},
+		{"NOT_SES", edit(func(ev, _ map[string]any) { ev["detail-type"] = "Totally Not SES" })},
+		{"NOT_SES", edit(func(ev, _ map[string]any) { ev["detail-type"] = "Email Delivered" })}, // not a bounce's
+		{"FOREIGN_ACCOUNT", edit(func(ev, _ map[string]any) { ev["account"] = "999988887777" })},
+		{"OTHER_CONFIGURATION_SET", edit(func(_, mail map[string]any) {
+			delete(mail["tags"].(map[string]any), "ses:configuration-set")
+		})},
+		{"OTHER_CONFIGURATION_SET", edit(func(_, mail map[string]any) {
+			mail["tags"].(map[string]any)["ses:configuration-set"] = []any{"another"}
+		})},
+		{"MESSAGE_ID_MISMATCH", edit(func(_, mail map[string]any) { mail["messageId"] = "0102019aaaaaaaaa-forged-000000" })},
+		{"FUTURE", edit(func(ev, _ map[string]any) {
+			ev["detail"].(map[string]any)["bounce"].(map[string]any)["timestamp"] = future
+		})},
+		{"FUTURE", edit(func(ev, _ map[string]any) { ev["time"] = future })},
+	} {
+		out, err := b.fn.Invoke(fnCtx, c.raw)
+		require.NoError(t, err)
+		var resp handlers.SESEventResponse
+		require.NoError(t, json.Unmarshal(out, &resp))
+		require.Equal(t, c.reason, resp.Outcome, string(c.raw))
+	}
+	d, err := b.eng.DeliveryGet(b.ctx, a)
+	require.NoError(t, err)
+	require.Nil(t, d, "nothing was recorded")
+	for reason, n := range map[string]int{"NOT_SES": 3, "FOREIGN_ACCOUNT": 1, "OTHER_CONFIGURATION_SET": 2, "MESSAGE_ID_MISMATCH": 1, "FUTURE": 2} {
+		require.Equal(t, n, metric(t, b.out, handlers.MetricDeliveryEventsDropped, "Reason", reason), reason)
+	}
+	require.Zero(t, metric(t, b.out, handlers.MetricDeliveryEvents, "Status", "BOUNCED"))
+
+	out, err := b.fn.Invoke(fnCtx, sample(t, "ses-bounce.json", a.ID))
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"RECORDED"`, "SES's own event, of this account and set, is recorded")
 }

@@ -61,6 +61,10 @@ type DeliveryEvent struct {
 	Status DeliveryStatus `json:"status"`
 	At     time.Time      `json:"at"`
 	Detail string         `json:"detail,omitempty"` // no personal data: counts, types, codes
+	// Ref is the provider's reference of the effect the event is about
+	// (SES: the message id), checked against the action's readback_ref
+	// when both are known; never stored.
+	Ref string `json:"-"`
 }
 
 // Delivery is an action's delivery evidence: its most telling event (the
@@ -83,6 +87,9 @@ const (
 	DeliveryDuplicate DeliveryOutcome = "DUPLICATE" // the same event was recorded before (providers deliver events at least once)
 	DeliveryUnknown   DeliveryOutcome = "UNKNOWN"   // no such action (never was, past its retention, or of a kind without evidence)
 	DeliveryErased    DeliveryOutcome = "ERASED"    // its action was erased: nothing is kept
+	// DeliveryMismatch: the event names another effect than the action's
+	// (its Ref is not the action's readback_ref); nothing is recorded.
+	DeliveryMismatch DeliveryOutcome = "MISMATCH"
 )
 
 // DeliveryRecordResult is what DeliveryRecord did.
@@ -121,7 +128,8 @@ func (e *Engine) keepsEvidence(kind string) bool {
 // DeliveryRecord records a provider's event about action id's effect
 // beside the action, which it never changes. An event for an action that
 // does not exist, or whose kind has no evidence, is UNKNOWN; for an erased
-// action ERASED; an event recorded before DUPLICATE. The row is written
+// action ERASED; an event recorded before DUPLICATE; an event whose Ref is
+// not the action's readback_ref (both known) MISMATCH. The row is written
 // under a condition on the version read (concurrent events of one action
 // merge), and the action is read again after the write: an erasure that
 // came between finds the row gone, or this write deletes it.
@@ -133,6 +141,9 @@ func (e *Engine) DeliveryRecord(ctx context.Context, id string, ev DeliveryEvent
 	a, outcome, err := e.evidenceAction(ctx, id)
 	if err != nil || outcome != "" {
 		return &DeliveryRecordResult{Outcome: outcome}, err
+	}
+	if ev.Ref != "" && a.ReadbackRef != "" && ev.Ref != a.ReadbackRef {
+		return &DeliveryRecordResult{Outcome: DeliveryMismatch}, nil
 	}
 	res := &DeliveryRecordResult{Outcome: DeliveryRecorded, Action: a}
 	for try := 0; ; try++ {

@@ -18,7 +18,28 @@ import (
 type SESEvent struct {
 	// ActionID is the email's action, from its ferry_action_id tag.
 	ActionID string
+	// Type is the record's eventType (Send, Delivery, ...).
+	Type string
+	// ConfigurationSets are the record's ses:configuration-set tag values
+	// (the configuration set the email was sent through).
+	ConfigurationSets []string
+	// DeliveryEvent's Ref is the record's mail.messageId: SES's id of the
+	// email, which the action's readback_ref holds once it was sent.
 	outbox.DeliveryEvent
+}
+
+// ConfigurationSetTag is the SES tag holding an email's configuration set.
+const ConfigurationSetTag = "ses:configuration-set"
+
+// SESDetailTypes maps an SES event record's eventType to the EventBridge
+// detail-type SES publishes it as (the event types ParseSESEvent reads).
+var SESDetailTypes = map[string]string{
+	"Send":          "Email Sent",
+	"Delivery":      "Email Delivered",
+	"Bounce":        "Email Bounced",
+	"Complaint":     "Email Complaint Received",
+	"Reject":        "Email Rejected",
+	"DeliveryDelay": "Email Delivery Delayed",
 }
 
 // ErrNotFerry says an SES event is not about a Ferry email: it carries no
@@ -32,6 +53,7 @@ type sesRecord struct {
 	EventType string `json:"eventType"`
 	Mail      struct {
 		Timestamp time.Time           `json:"timestamp"`
+		MessageID string              `json:"messageId"`
 		Tags      map[string][]string `json:"tags"`
 	} `json:"mail"`
 	Send     *struct{} `json:"send"`
@@ -82,8 +104,8 @@ func ParseSESEvent(raw json.RawMessage) (SESEvent, error) {
 	if err != nil {
 		return SESEvent{}, err
 	}
-	ev := SESEvent{ActionID: id}
-	ev.At = r.Mail.Timestamp
+	ev := SESEvent{ActionID: id, Type: r.EventType, ConfigurationSets: r.Mail.Tags[ConfigurationSetTag]}
+	ev.At, ev.Ref = r.Mail.Timestamp, r.Mail.MessageID
 	at := func(t time.Time) {
 		if !t.IsZero() {
 			ev.At = t

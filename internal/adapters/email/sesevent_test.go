@@ -16,6 +16,14 @@ import (
 // sesSample loads events/<name> and returns its EventBridge detail.
 func sesSample(t *testing.T, name string) json.RawMessage {
 	t.Helper()
+	detail, _ := sesSampleTyped(t, name)
+	return detail
+}
+
+// sesSampleTyped loads events/<name> and returns its EventBridge detail
+// and detail-type.
+func sesSampleTyped(t *testing.T, name string) (json.RawMessage, string) {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", name))
 	require.NoError(t, err)
 	var ev struct {
@@ -25,8 +33,11 @@ func sesSample(t *testing.T, name string) json.RawMessage {
 	}
 	require.NoError(t, json.Unmarshal(raw, &ev))
 	require.Equal(t, "aws.ses", ev.Source)
-	return ev.Detail
+	return ev.Detail, ev.DetailType
 }
+
+// sampleMessageID is SES's message id in every sample of events/.
+const sampleMessageID = "0102019a1b2c3d4e-5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c-000000"
 
 // TestParseSESEvent reads each SES event sample in events/ and keeps no
 // address and no header of it.
@@ -46,10 +57,14 @@ func TestParseSESEvent(t *testing.T) {
 	} {
 		t.Run(strings.TrimSuffix(name, ".json"), func(t *testing.T) {
 			t.Parallel()
-			ev, err := ParseSESEvent(sesSample(t, name))
+			detail, detailType := sesSampleTyped(t, name)
+			ev, err := ParseSESEvent(detail)
 			require.NoError(t, err)
 			require.Equal(t, "01m8kjt9g0bvpgyzgh00b1", ev.ActionID)
+			want.Ref = sampleMessageID
 			require.Equal(t, want, ev.DeliveryEvent)
+			require.Equal(t, detailType, SESDetailTypes[ev.Type], "the detail-type SES publishes the record as")
+			require.Equal(t, []string{"ferry"}, ev.ConfigurationSets)
 			require.NotContains(t, ev.Detail, "@", "no address in the evidence")
 		})
 	}

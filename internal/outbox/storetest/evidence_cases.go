@@ -77,6 +77,19 @@ var _ = register("DeliveryEvidenceBesideTheAction", func(ctx context.Context, t 
 	_, err = tb.e.DeliveryRecord(ctx, a.ID, outbox.DeliveryEvent{Status: "OPENED", At: t0})
 	var ve *outbox.ValidationError
 	require.ErrorAs(t, err, &ve)
+
+	// An event about another effect than the action's (its provider
+	// reference is not the action's readback_ref) is refused and changes
+	// nothing; the same reference, or none to compare, is recorded.
+	before := tb.evidenceRow(t, ended)
+	r, err := tb.e.DeliveryRecord(ctx, a.ID, outbox.DeliveryEvent{Status: outbox.DeliveryComplained, At: t0.Add(4 * time.Second), Ref: "someone-else"})
+	require.NoError(t, err)
+	require.Equal(t, outbox.DeliveryMismatch, r.Outcome)
+	require.Equal(t, before, tb.evidenceRow(t, ended), "nothing recorded")
+	require.Equal(t, "ref-1", ended.ReadbackRef)
+	r, err = tb.e.DeliveryRecord(ctx, a.ID, outbox.DeliveryEvent{Status: outbox.DeliveryComplained, At: t0.Add(4 * time.Second), Ref: ended.ReadbackRef})
+	require.NoError(t, err)
+	require.Equal(t, outbox.DeliveryRecorded, r.Outcome)
 })
 
 var _ = register("DeliveryEvidenceConfirmsAnUncertainActionOnce", func(ctx context.Context, t *testing.T, nb NewBackend) {
