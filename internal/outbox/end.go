@@ -84,7 +84,10 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 		}
 		return nil, fmt.Errorf("error ending action %s as %s: %w", a.ID, p.To, writeErr)
 	}
-	e.obs.ActionEnded(&w.ended, p.Result.Outcome, p.Reason)
+	// Observed as the state it ended in: a Retry at the last attempt ended
+	// FAILED, and the metric's Outcome (which the FAILED and UNCERTAIN
+	// alarms read) says so.
+	e.obs.ActionEnded(&w.ended, outcomeOf(p.To), p.Reason)
 	return &w.ended, nil
 }
 

@@ -19,7 +19,10 @@ import (
 )
 
 // Observer receives the engine's events for metrics and logs. It must never
-// log payloads. Calls may come from several goroutines.
+// log payloads. Calls may come from several goroutines. ActionEnded's
+// outcome is the one of the state the action ended in (OutcomeFailed for
+// an action whose retries or deferrals ran out), its reason the stop
+// reason.
 type Observer interface {
 	AttemptStarted(a *Action)
 	ActionEnded(a *Action, outcome Outcome, reason StopReason)

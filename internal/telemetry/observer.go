@@ -47,9 +47,6 @@ func (o *Observer) ActionEnded(a *outbox.Action, outcome outbox.Outcome, reason 
 	o.Metrics.Count("ActionsEnded", 1,
 		Dim{"Kind", a.Kind}, Dim{"Outcome", outcome.String()}, Dim{"StopReason", string(reason)})
 	level := slog.LevelInfo
-	// By the state it ended in: an action that failed after retries or
-	// deferrals ran out (ATTEMPTS_EXHAUSTED, DEFERRALS_EXHAUSTED) ended on
-	// a Retry or Defer outcome, and deserves the same warning.
 	if outcome == outbox.OutcomeUncertain || outcome == outbox.OutcomeFailed ||
 		a.State == outbox.StateFAILED || a.State == outbox.StateUNCERTAIN {
 		level = slog.LevelWarn

@@ -116,14 +116,17 @@ func TestObserver(t *testing.T) {
 		}
 		require.Equal(t, "WARN", logs[1]["level"])
 		require.Equal(t, "REJECTED", logs[1]["stop_reason"])
-		// A deferral run that ran out ends FAILED on a Defer outcome: a
-		// warning too, counted under its own stop reason (issue 13).
+		// A deferral run that ran out ends FAILED (the engine observes it
+		// so, issue 28): a warning too, counted under its own stop reason
+		// (issue 13) and under Outcome FAILED, as the alarm reads it.
 		exhausted := *action
 		exhausted.State = outbox.StateFAILED
 		b.out.Reset()
-		b.obs.ActionEnded(&exhausted, outbox.OutcomeDefer, outbox.StopDeferralsExhausted)
+		b.obs.ActionEnded(&exhausted, outbox.OutcomeFailed, outbox.StopDeferralsExhausted)
 		require.NoError(t, b.obs.Flush())
 		require.Contains(t, b.out.String(), `"level":"WARN"`)
+		require.Contains(t, b.out.String(), `"outcome":"FAILED"`)
+		require.Contains(t, b.out.String(), `"Outcome":"FAILED"`)
 		require.Contains(t, b.out.String(), `"stop_reason":"DEFERRALS_EXHAUSTED"`)
 		require.Contains(t, b.out.String(), `"StopReason":"DEFERRALS_EXHAUSTED"`)
 		for _, secret := range []string{"payload-secret", "lane-secret", "subject-secret", "key-secret"} {

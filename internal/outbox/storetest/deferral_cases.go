@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,4 +99,44 @@ var _ = register("DeferralStreakEndsWithAnotherAnswer", func(ctx context.Context
 	}
 	tb.drain(t)
 	require.Equal(t, outbox.StopDeferralsExhausted, tb.get(t, a.ID).StopReason)
+})
+
+// endObserver records the outcome each ended action was observed with.
+type endObserver struct {
+	outbox.NopObserver
+	mu    sync.Mutex
+	ended map[string]outbox.Outcome
+}
+
+func (o *endObserver) ActionEnded(a *outbox.Action, outcome outbox.Outcome, _ outbox.StopReason) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ended[a.ID] = outcome
+}
+
+// An action is observed (the ActionsEnded metric's Outcome, the "action
+// ended" log) with the outcome of the state it ended in: one whose retries
+// or deferrals ran out ended FAILED, not RETRY or DEFER, and a read-back
+// that ran out UNCERTAIN, so the alarms on FAILED and UNCERTAIN count it
+// (issue 28 item 12).
+var _ = register("EndObservedAsTheStateItEndedIn", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.MaxDeferrals = 1 })
+	obs := &endObserver{ended: map[string]outbox.Outcome{}}
+	e, err := outbox.New(tb.b.DB, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg, outbox.WithObserver(obs))
+	require.NoError(t, err)
+	want := map[string]outbox.Outcome{}
+	for do, outcome := range map[string]outbox.Outcome{"retry": outbox.OutcomeFailed, "reread": outbox.OutcomeUncertain,
+		"defer": outbox.OutcomeFailed, "done": outbox.OutcomeDone, "failed": outbox.OutcomeFailed} {
+		a := tb.enqueue(t, outbox.EnqueueParams{Kind: KindRB, MaxAttempts: 1, Payload: Payload(Script{Do: []string{do}, ReadBack: "none"})})
+		want[a.ID] = outcome
+	}
+	for range 3 {
+		_, err := e.DrainPartition(ctx, 0, outbox.DrainParams{})
+		require.NoError(t, err)
+		tb.b.Clock.Advance(time.Minute)
+		tb.settled()
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	require.Equal(t, want, obs.ended)
 })
