@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -97,13 +99,24 @@ func (g *RoleGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if g.Logs != nil {
 			g.Logs.Event(f.Name, f.Name, "AccessDeniedException on "+op+": "+msg)
 		}
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		w.Header().Set("X-Amzn-Requestid", newRequestID())
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"__type":"com.amazon.coral.service#AccessDeniedException","Message":%q}`, msg)
+		writeDenied(w, msg)
 		return
 	}
 	g.Next.ServeHTTP(w, r)
+}
+
+// writeDenied answers AccessDeniedException as DynamoDB does, with the
+// CRC32 of the body the SDKs verify on every answer (without it they log
+// a checksum warning beside the refusal).
+func writeDenied(w http.ResponseWriter, msg string) {
+	body := fmt.Appendf(nil, `{"__type":"com.amazon.coral.service#AccessDeniedException","Message":%q}`, msg)
+	h := w.Header()
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
+	h.Set("X-Amzn-Requestid", newRequestID())
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(body)
 }
 
 // message is AWS's wording of a refusal: the caller is the role's session

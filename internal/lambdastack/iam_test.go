@@ -1,6 +1,8 @@
 package lambdastack
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,6 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/logging"
 	"github.com/stretchr/testify/require"
 )
 
@@ -119,4 +126,31 @@ func TestMapRequestsGetRecordsNamesTheIteratorsStream(t *testing.T) {
 	require.Equal(t, []Authorization{{Action: "dynamodb:GetRecords", Resource: stream}}, got)
 	ok, _ := Evaluate(readTestTemplate(t).Function("drainer").Role.Statements, got[0])
 	require.True(t, ok)
+}
+
+// TestRoleGateAnswersCarryTheChecksum is issue 28 item 12: the gate's
+// AccessDeniedException answers had no X-Amz-Crc32, so the DynamoDB SDK
+// of every function logged a checksum warning beside the refusal. The
+// SDK, as the functions build it, reads the refusal and warns of nothing.
+func TestRoleGateAnswersCarryTheChecksum(t *testing.T) {
+	t.Parallel()
+	gate := &RoleGate{Next: http.NotFoundHandler(), Map: MapRequests(DefaultLocal), Local: DefaultLocal, Logs: &Logs{}}
+	gate.Register(readTestTemplate(t).Function("retention"))
+	srv := httptest.NewServer(gate)
+	t.Cleanup(srv.Close)
+	var logged bytes.Buffer
+	client := dynamodb.New(dynamodb.Options{
+		BaseEndpoint: aws.String(srv.URL), Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(AccessKeyID("retention"), "s", "t"),
+		Logger: logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+			fmt.Fprintf(&logged, "%s "+format+"\n", append([]any{c}, v...)...)
+		}),
+		RetryMaxAttempts: 1,
+	})
+	_, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String("ferry"),
+		Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "x"}}})
+	var denied interface{ ErrorCode() string }
+	require.ErrorAs(t, err, &denied)
+	require.Equal(t, "AccessDeniedException", denied.ErrorCode())
+	require.Empty(t, logged.String(), "the SDK warned")
 }

@@ -524,13 +524,7 @@ func (s *Stack) Summary(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		st := s.emulators[n].Stats()
-		var cold []string
-		for _, d := range st.ColdStarts {
-			cold = append(cold, d.Round(time.Millisecond).String())
-		}
-		fmt.Fprintf(w, "  %-10s %d invocations on %d instances (first invocations: %s); %d scheduled\n",
-			n, st.Invocations, st.Instances, strings.Join(cold, ", "), s.ScheduleCalls()[n])
+		fmt.Fprintln(w, functionSummary(n, s.emulators[n].Stats(), s.ScheduleCalls()[n]))
 	}
 	for _, p := range s.pollers {
 		st := p.Stats()
@@ -549,6 +543,28 @@ func (s *Stack) Summary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nMetrics (EMF lines, added up):\n\n")
 	s.logs.Summary(w)
+}
+
+// functionSummary is the summary's line of one function.
+func functionSummary(name string, st EmulatorStats, scheduled int) string {
+	var cold []string
+	for _, d := range st.ColdStarts {
+		cold = append(cold, d.Round(time.Millisecond).String())
+	}
+	first := ""
+	if len(cold) > 0 {
+		first = " (first invocations: " + strings.Join(cold, ", ") + ")"
+	}
+	return fmt.Sprintf("  %-10s %s on %s%s; %d scheduled", name,
+		counted(st.Invocations, "invocation"), counted(st.Instances, "instance"), first, scheduled)
+}
+
+// counted is n and the noun, plural unless n is 1.
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Banner writes what a newcomer needs: the API, tokens, DynamoDB, where
