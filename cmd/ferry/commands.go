@@ -33,9 +33,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.SetVersionTemplate(versionLine() + "\n")
 	root.AddCommand(newDevCommand(), newDynamoDBCommand(), newTableCommand(), newLocalCommand(), newVersionCommand())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &operator.Error{Code: operator.ExitUsage, Err: err}
-	})
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
 	ops := &operatorFlags{}
 	for _, c := range newOperatorCommands(ops) {
 		ops.register(c)
@@ -99,6 +97,9 @@ finish or release what runs, and exit 0.`,
 			// would take it for the default.
 			if err := cfg.Validate(); err != nil {
 				return &operator.Error{Code: operator.ExitUsage, Err: err}
+			}
+			if err := checkEndpoint("--dynamodb-endpoint", cfg.DynamoDBEndpoint); err != nil {
+				return err
 			}
 			log, err := newLogger(logLevel)
 			if err != nil {
@@ -243,11 +244,15 @@ func newTableCommand() *cobra.Command {
 		Short: "Create the Ferry table, its indexes and its TTL setting (nothing if it exists)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			from := "--dynamodb-endpoint"
 			if endpoint == "" {
-				endpoint = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+				from, endpoint = "AWS_ENDPOINT_URL_DYNAMODB", os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
 			}
 			if endpoint == "" {
-				return errors.New("--dynamodb-endpoint is required (or AWS_ENDPOINT_URL_DYNAMODB)")
+				return &operator.Error{Code: operator.ExitUsage, Err: errors.New("--dynamodb-endpoint is required (or AWS_ENDPOINT_URL_DYNAMODB)")}
+			}
+			if err := checkEndpoint(from, endpoint); err != nil {
+				return err
 			}
 			e, err := outbox.New(devstack.RemoteDynamoDB(endpoint), clock.System{}, outbox.NewRegistry(), outbox.Config{Table: name})
 			if err != nil {

@@ -96,3 +96,65 @@ func TestDevRefusesZeroesAndRepeatedTokens(t *testing.T) {
 	require.EqualError(t, err, `--token: token "t" is given twice ("t=a" and "t=b,c"); give it once with all its workspaces, e.g. --token t=a,b,c`)
 	require.Equal(t, operator.ExitUsage, operator.ExitCode(err))
 }
+
+// TestFlagMessagesArePlain is issue 28 item 13: a flag that does not read
+// answered with Go's internals (`strconv.ParseInt: parsing "abc": invalid
+// syntax`), and --dynamodb-endpoint notaurl with the SDK's `Post
+// "/notaurl": unsupported protocol scheme ""`. Each says what the flag
+// takes, exit 2, before anything is called.
+func TestFlagMessagesArePlain(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--partitions", "abc"}, `--partitions "abc": want a whole number`},
+		{[]string{"status", "--partitions", "1.5"}, `--partitions "1.5": want a whole number`},
+		{[]string{"dev", "--lease", "5x"}, `--lease "5x": want a duration such as 250ms, 30s, 5m or 1h30m`},
+		{[]string{"dynamodb", "--throttle-rate", "x"}, `--throttle-rate "x": want a number such as 0.25`},
+		{[]string{"dynamodb", "--chaos-seed", "-1"}, `--chaos-seed "-1": want a whole number, 0 or more`},
+		{[]string{"actions", "list", "--yes=maybe"}, `--yes "maybe": want true or false`},
+		{[]string{"dev", "--dynamodb-endpoint", "notaurl"}, `--dynamodb-endpoint "notaurl": want the endpoint's URL, such as http://127.0.0.1:8000 (ferry dynamodb's default)`},
+		{[]string{"table", "create", "--dynamodb-endpoint", "127.0.0.1:8000"}, `--dynamodb-endpoint "127.0.0.1:8000": want the endpoint's URL, such as http://127.0.0.1:8000 (ferry dynamodb's default)`},
+		{[]string{"status", "--dynamodb-endpoint", "notaurl"}, `--dynamodb-endpoint "notaurl": want the endpoint's URL, such as http://127.0.0.1:8000 (ferry dynamodb's default)`},
+	} {
+		root := newRootCommand()
+		root.SetArgs(tc.args)
+		root.SetOut(io.Discard)
+		err := root.Execute()
+		require.EqualError(t, err, tc.want, "%v", tc.args)
+		require.Equal(t, operator.ExitUsage, operator.ExitCode(err), "%v", tc.args)
+	}
+}
+
+// TestBareStatusSaysHowToReachATable: `ferry status` with no region and
+// no endpoint said only "no AWS region"; it says how to name a deployed
+// table and a local one (issue 28 item 13). Not parallel: it clears the
+// AWS environment.
+func TestBareStatusSaysHowToReachATable(t *testing.T) {
+	for _, v := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL_DYNAMODB"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	root := newRootCommand()
+	root.SetArgs([]string{"status"})
+	err := root.Execute()
+	require.EqualError(t, err, "no AWS region: for a deployed table pass --region or set AWS_REGION (or name a profile that has one with --profile); "+
+		"for a local one pass --dynamodb-endpoint (ferry dynamodb's address, e.g. http://127.0.0.1:8000)")
+	require.Equal(t, operator.ExitUsage, operator.ExitCode(err))
+}
+
+// TestTableCreateNamesItsTable: `ferry table create --table NAME` creates
+// NAME at the endpoint, whether the endpoint comes from the flag or from
+// AWS_ENDPOINT_URL_DYNAMODB's default (the check of the endpoint's form
+// once shadowed the table's name).
+func TestTableCreateNamesItsTable(t *testing.T) {
+	t.Parallel()
+	endpoint := startTable(t) // creates "ferry"
+	out, code := runFerry(t, "table", "create", "--dynamodb-endpoint", endpoint, "--table", "orders")
+	require.Equal(t, operator.ExitOK, code, out)
+	require.Contains(t, out, `table "orders" is ready at `+endpoint)
+	out, code = runFerry(t, "status", "--dynamodb-endpoint", endpoint, "--table", "orders", "-o", "json")
+	require.Equal(t, operator.ExitOK, code, out)
+}

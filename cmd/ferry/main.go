@@ -20,7 +20,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "ferry:", err)
+		fmt.Fprintln(os.Stderr, "ferry:", operator.Message(err))
 		stop()
 		os.Exit(operator.ExitCode(err))
 	}

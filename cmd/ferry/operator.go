@@ -24,6 +24,9 @@ type operatorFlags struct {
 	// connect builds the session; tests replace it to use an embedded
 	// DynamoDB and a manual clock.
 	connect func(ctx context.Context, t operator.Target) (*operator.Session, error)
+	// envErr is a default from the environment (FERRY_PARTITIONS,
+	// FERRY_RETENTION) that does not read; refused when a command runs.
+	envErr error
 }
 
 func envOr(name, def string) string {
@@ -35,8 +38,14 @@ func envOr(name, def string) string {
 
 func (o *operatorFlags) register(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	partitions, _ := strconv.Atoi(envOr("FERRY_PARTITIONS", strconv.Itoa(outbox.DefaultPartitions)))
-	retention, _ := time.ParseDuration(envOr("FERRY_RETENTION", outbox.DefaultRetention.String()))
+	partitions, err := strconv.Atoi(envOr("FERRY_PARTITIONS", strconv.Itoa(outbox.DefaultPartitions)))
+	if err != nil {
+		o.envErr = fmt.Errorf("FERRY_PARTITIONS %q: want a whole number (or pass --partitions)", os.Getenv("FERRY_PARTITIONS"))
+	}
+	retention, err := time.ParseDuration(envOr("FERRY_RETENTION", outbox.DefaultRetention.String()))
+	if err != nil {
+		o.envErr = fmt.Errorf("FERRY_RETENTION %q: want a duration such as 720h (or pass --retention)", os.Getenv("FERRY_RETENTION"))
+	}
 	f.StringVar(&o.target.Table, "table", envOr("FERRY_TABLE", outbox.DefaultTable), "the Ferry table (default $FERRY_TABLE or ferry)")
 	f.StringVar(&o.target.Region, "region", "", "AWS region (default: the AWS configuration's)")
 	f.StringVar(&o.target.Profile, "profile", "", "AWS shared configuration profile (default: the AWS configuration's)")
@@ -51,6 +60,17 @@ func (o *operatorFlags) register(cmd *cobra.Command) {
 func (o *operatorFlags) session(cmd *cobra.Command) (*operator.Session, error) {
 	if o.output != "table" && o.output != "json" {
 		return nil, &operator.Error{Code: operator.ExitUsage, Err: fmt.Errorf("--output %q: want table or json", o.output)}
+	}
+	flags := cmd.Flags()
+	if o.envErr != nil && !(flags.Changed("partitions") && flags.Changed("retention")) {
+		return nil, &operator.Error{Code: operator.ExitUsage, Err: o.envErr}
+	}
+	name := "--dynamodb-endpoint"
+	if !flags.Changed("dynamodb-endpoint") {
+		name = "AWS_ENDPOINT_URL_DYNAMODB"
+	}
+	if err := checkEndpoint(name, o.target.Endpoint); err != nil {
+		return nil, err
 	}
 	connect := o.connect
 	if connect == nil {

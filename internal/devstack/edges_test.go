@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -172,6 +173,13 @@ func TestHealthTellsTheTruthAndTheStackRecovers(t *testing.T) {
 		n = b.stack.WaitHealthChecks(ctx, n)
 		require.NoError(t, ctx.Err(), "no status line says DynamoDB is unreachable")
 	}
+	// In plain words (issue 28 item 13: it printed the SDK's chain, or
+	// its retry quota's text).
+	out.mu.Lock()
+	require.Regexp(t, `DynamoDB unreachable \(http://`+regexp.QuoteMeta(addr)+`\): (cannot connect \(connection refused\)|DynamoDB did not answer in time); /healthz answers 503`,
+		out.w.(*bytes.Buffer).String())
+	require.NotRegexp(t, `operation error|retry quota|StatusCode|RequestID`, out.w.(*bytes.Buffer).String())
+	out.mu.Unlock()
 
 	ln, err = net.Listen("tcp", addr) // ferry dynamodb again, in memory: empty
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/ferryhq/ferry/internal/httpapi"
+	"github.com/ferryhq/ferry/internal/operator"
 )
 
 // dynamoWatch follows whether DynamoDB can be used: every HealthEvery it
@@ -84,7 +85,7 @@ func (s *Stack) checkDynamoDB(ctx context.Context) {
 	where := s.dynamoDBName()
 	switch {
 	case err != nil && !wasDown:
-		s.status("DynamoDB unreachable (%s): %v; /healthz answers 503 until it is back", where, err)
+		s.status("DynamoDB unreachable (%s): %s; /healthz answers 503 until it is back", where, operator.DescribeDynamoDBError(err))
 		s.log.Error("DynamoDB unreachable", slog.String("dynamodb", where), slog.Any("error", err))
 	case recreated:
 		s.status("DynamoDB (%s) had no table %q: created it again, empty", where, s.cfg.Table)

@@ -14,9 +14,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/ferryhq/ferry/internal/adapters/ssrfguard"
 	"github.com/ferryhq/ferry/internal/adapters/webhook"
@@ -359,5 +362,11 @@ func RemoteDynamoDB(endpoint string) *dynamodb.Client {
 		BaseEndpoint: aws.String(endpoint),
 		Region:       region,
 		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN")),
+		// The stack says what failed (operator.DescribeDynamoDBError);
+		// the SDK's own lines are noise beside it.
+		Logger: logging.Nop{},
+		// Every attempt's error is kept: with a retry quota, after an
+		// outage the calls answer "retry quota exceeded" instead.
+		Retryer: retry.NewStandard(func(so *retry.StandardOptions) { so.RateLimiter = ratelimit.None }),
 	})
 }

@@ -41,3 +41,23 @@ func TestMessagesArePlainEnglish(t *testing.T) {
 		require.NotRegexp(t, goInternals, e["message"], "%s", tc.body)
 	}
 }
+
+// TestByteOrderMarkAndStrayBytesAreNamed is issue 28 item 13: a body
+// starting with a UTF-8 byte order mark answered "unexpected character
+// 'ï'" (the mark's first byte read as Latin-1). The answer names the mark,
+// a character by its code point, and a byte that is not UTF-8 as a byte.
+func TestByteOrderMarkAndStrayBytesAreNamed(t *testing.T) {
+	t.Parallel()
+	b := setupEngine(t)
+	for body, want := range map[string]string{
+		"\xef\xbb\xbf{\"kind\":\"webhook\",\"payload\":{}}": "invalid JSON at byte 0: the body starts with a UTF-8 byte order mark (bytes EF BB BF); send the JSON without it",
+		"{\"kind\":\xc3\xa9}":                               `invalid JSON in kind at byte 8: unexpected character 'é' (U+00E9) where a value should start`,
+		"{\"kind\":\xef}":                                   "invalid JSON in kind at byte 8: unexpected byte 0xEF where a value should start (not UTF-8 text)",
+	} {
+		ans := b.do(t, http.MethodPost, "/v1/actions", tokA, body)
+		require.Equal(t, http.StatusBadRequest, ans.Status, "%q", body)
+		e := ans.json(t)["error"].(map[string]any)
+		require.Equal(t, "malformed_json", e["code"])
+		require.Equal(t, want, e["message"], "%q", body)
+	}
+}

@@ -94,8 +94,23 @@ func (s *scanner) value(path string, depth int) error {
 	case c == 'n':
 		return s.literal(path, "null")
 	default:
-		return s.errorf(path, "unexpected character %q", rune(c))
+		return s.unexpected(path)
 	}
+}
+
+// unexpected refuses the byte at s.pos where a value should start, naming
+// it as a person would see it: a UTF-8 byte order mark, a character, or a
+// byte that is not UTF-8 at all (never a byte as if it were Latin-1: 0xEF
+// is not "ï").
+func (s *scanner) unexpected(path string) error {
+	rest := s.data[s.pos:]
+	if s.pos == 0 && len(rest) >= 3 && rest[0] == 0xEF && rest[1] == 0xBB && rest[2] == 0xBF {
+		return s.errorf(path, "the body starts with a UTF-8 byte order mark (bytes EF BB BF); send the JSON without it")
+	}
+	if r, n := utf8.DecodeRune(rest); r != utf8.RuneError || n > 1 {
+		return s.errorf(path, "unexpected character %q (U+%04X) where a value should start", r, r)
+	}
+	return s.errorf(path, "unexpected byte 0x%02X where a value should start (not UTF-8 text)", rest[0])
 }
 
 func (s *scanner) literal(path, lit string) error {

@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/coldstart"
@@ -62,12 +65,20 @@ func Client(ctx context.Context, t Target) (*dynamodb.Client, error) {
 		}
 	}
 	if cfg.Region == "" {
-		return nil, fail(ExitUsage, "no AWS region: pass --region or set AWS_REGION (or name a profile that has one)")
+		return nil, fail(ExitUsage, "no AWS region: for a deployed table pass --region or set AWS_REGION (or name a profile that has one with --profile); "+
+			"for a local one pass --dynamodb-endpoint (ferry dynamodb's address, e.g. http://127.0.0.1:8000)")
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if t.Endpoint != "" {
 			o.BaseEndpoint = aws.String(t.Endpoint)
 		}
+		// The command says what failed (Message); the SDK's own lines
+		// (a checksum warning when something other than DynamoDB
+		// answers) are noise beside it.
+		o.Logger = logging.Nop{}
+		// Every attempt's error is kept: with a retry quota, an endpoint
+		// that failed for a while answers "retry quota exceeded" instead.
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.RateLimiter = ratelimit.None })
 	}), nil
 }
 
