@@ -160,7 +160,11 @@ func (a *Adapter) Prepare(ctx context.Context, att *outbox.Attempt) outbox.Resul
 			return outbox.Cancelled(StopAllSuppressed, errors.New("email: every recipient was suppressed"))
 		}
 	}
-	att.Prepared = buildInput(p, att.Action.ID)
+	in, err := buildInput(p, att.Action.ID)
+	if err != nil {
+		return outbox.Failed(outbox.StopRejected, err)
+	}
+	att.Prepared = in
 	return outbox.Result{}
 }
 
@@ -185,8 +189,9 @@ func (a *Adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	return outbox.Done(aws.ToString(out.MessageId))
 }
 
-// buildInput turns a payload into the SendEmail request.
-func buildInput(p *Payload, actionID string) *sesv2.SendEmailInput {
+// buildInput turns a payload into the SendEmail request, its addresses in
+// 7-bit ASCII (asciiAddress: SES takes no other).
+func buildInput(p *Payload, actionID string) (*sesv2.SendEmailInput, error) {
 	utf8 := aws.String("UTF-8")
 	body := &types.Body{}
 	if p.Text != "" {
@@ -199,14 +204,21 @@ func buildInput(p *Payload, actionID string) *sesv2.SendEmailInput {
 	for _, name := range slices.Sorted(maps.Keys(p.Tags)) {
 		tags = append(tags, types.MessageTag{Name: aws.String(name), Value: aws.String(p.Tags[name])})
 	}
+	var lists [5][]string
+	for i, l := range [][]string{{p.From}, p.To, p.Cc, p.Bcc, p.ReplyTo} {
+		var err error
+		if lists[i], err = asciiAddresses(l); err != nil {
+			return nil, fmt.Errorf("email: %w", err)
+		}
+	}
 	in := &sesv2.SendEmailInput{
-		FromEmailAddress: aws.String(p.From),
+		FromEmailAddress: aws.String(lists[0][0]),
 		Destination: &types.Destination{
-			ToAddresses:  p.To,
-			CcAddresses:  p.Cc,
-			BccAddresses: p.Bcc,
+			ToAddresses:  lists[1],
+			CcAddresses:  lists[2],
+			BccAddresses: lists[3],
 		},
-		ReplyToAddresses: p.ReplyTo,
+		ReplyToAddresses: lists[4],
 		Content: &types.EmailContent{Simple: &types.Message{
 			Subject: &types.Content{Data: aws.String(p.Subject), Charset: utf8},
 			Body:    body,
@@ -216,7 +228,7 @@ func buildInput(p *Payload, actionID string) *sesv2.SendEmailInput {
 	if p.ConfigurationSet != "" {
 		in.ConfigurationSetName = aws.String(p.ConfigurationSet)
 	}
-	return in
+	return in, nil
 }
 
 // TagValue spells an action id as an SES tag value. Ids made of letters,

@@ -85,7 +85,8 @@ func TestSendThroughSESStandIn(t *testing.T) {
 	require.Len(t, got, 1)
 	req := got[0]
 	require.Equal(t, "Shop <shop@example.com>", req.FromEmailAddress)
-	require.Equal(t, []string{"ann@example.org", "Bob Müller <bob@example.org>"}, req.Destination.ToAddresses)
+	// SES takes 7-bit addresses only: a display name as encoded words.
+	require.Equal(t, []string{"ann@example.org", "=?utf-8?q?Bob_M=C3=BCller?= <bob@example.org>"}, req.Destination.ToAddresses)
 	require.Equal(t, []string{"carol@example.org"}, req.Destination.CcAddresses)
 	require.Equal(t, []string{"audit@example.com"}, req.Destination.BccAddresses)
 	require.Equal(t, []string{"support@example.com"}, req.ReplyToAddresses)
@@ -366,4 +367,85 @@ func TestMailDirSink(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
+}
+
+// TestMailDirSinkFoldsAndEncodes is issue 28 item 14: a 998-byte
+// non-ASCII subject was written as one Subject line of 3,653 characters
+// (RFC 5322 caps a line at 998), and josé@exámple.com went into To: as
+// raw 8-bit. Now every header line of the .eml is 7-bit and at most 76
+// characters unless one address alone is longer, the subject decodes back
+// to itself, a non-ASCII domain goes out as punycode (to SES too), and a
+// non-ASCII local part is refused at enqueue, naming the field.
+func TestMailDirSinkFoldsAndEncodes(t *testing.T) {
+	t.Parallel()
+	subject := strings.Repeat("é", 499) // 998 bytes, the most a subject may be
+	long := strings.Repeat("w", 120)    // one word longer than a line
+	for name, c := range map[string]struct {
+		subject, to string
+		wantTo      string // the To address as parsed back
+	}{
+		"NonASCIISubject": {subject, `"Zoë Ünder" <zoe@xn--exmple-qta.com>`, "zoe@xn--exmple-qta.com"},
+		"LongASCIIWord":   {"Order " + long + " shipped", "ann@exámple.com", "ann@xn--exmple-qta.com"},
+		"ManyWords":       {strings.Repeat("word ", 199) + "end", "ann@example.org", "ann@example.org"},
+		"LooksEncoded":    {"=?utf-8?q?not_encoded?=", "ann@example.org", "ann@example.org"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			sink, err := email.NewMailDirSender(dir, clock.NewManual(start))
+			require.NoError(t, err)
+			a := newAdapter(t, sink, nil)
+			raw := withField(t, "subject", c.subject)
+			raw = withFieldIn(t, raw, "to", []string{c.to, "Bob Müller <bob@example.org>"})
+			res := attempt(context.Background(), a, action("3-000043", string(raw)))
+			require.Equal(t, outbox.OutcomeDone, res.Outcome, res.Err)
+			files, err := filepath.Glob(filepath.Join(dir, "*.eml"))
+			require.NoError(t, err)
+			require.Len(t, files, 1)
+			data, err := os.ReadFile(files[0])
+			require.NoError(t, err)
+			head, _, ok := strings.Cut(string(data), "\r\n\r\n")
+			require.True(t, ok)
+			for _, line := range strings.Split(head, "\r\n") {
+				for i := 0; i < len(line); i++ {
+					require.Less(t, line[i], byte(0x80), "8-bit byte in header line %q", line)
+				}
+				require.LessOrEqual(t, len(line), 998, "RFC 5322 line limit")
+				if !strings.Contains(line, long) {
+					require.LessOrEqual(t, len(line), 76, "folded: %q", line)
+				}
+			}
+			msg, err := mail.ReadMessage(strings.NewReader(string(data)))
+			require.NoError(t, err)
+			got, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+			require.NoError(t, err)
+			require.Equal(t, c.subject, got, "the subject decodes back to itself")
+			to, err := msg.Header.AddressList("To")
+			require.NoError(t, err)
+			require.Len(t, to, 2)
+			require.Equal(t, c.wantTo, to[0].Address)
+			require.Equal(t, "Bob Müller", to[1].Name)
+		})
+	}
+
+	a := newAdapter(t, email.NewMailDirSenderMust(t), nil)
+	err := a.Validate("", withField(t, "to", []string{"josé@exámple.com"}))
+	var pe *outbox.PayloadError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "to[0]", pe.Field)
+	require.Contains(t, pe.Message, "the part before the @ must be ASCII")
+	err = a.Validate("", withField(t, "from", "shop@ex ample.com"))
+	require.ErrorAs(t, err, &pe)
+	require.NoError(t, a.Validate("", withField(t, "to", []string{"jose@exámple.com"})), "a non-ASCII domain is sent as punycode")
+}
+
+// withFieldIn returns raw, a JSON payload, with one field replaced.
+func withFieldIn(t *testing.T, raw []byte, field string, v any) []byte {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	m[field] = v
+	out, err := json.Marshal(m)
+	require.NoError(t, err)
+	return out
 }

@@ -124,19 +124,26 @@ func renderMessage(in *sesv2.SendEmailInput, date, messageID, actionID string) (
 			return
 		}
 		if value != "" {
-			fmt.Fprintf(&buf, "%s: %s\r\n", name, value)
+			buf.WriteString(foldHeader(name, value))
 		}
 	}
 	msg := in.Content.Simple
-	header("From", encodeAddressList([]string{aws.ToString(in.FromEmailAddress)}))
-	if d := in.Destination; d != nil {
-		header("To", encodeAddressList(d.ToAddresses))
-		header("Cc", encodeAddressList(d.CcAddresses))
-		header("X-Ferry-Bcc", encodeAddressList(d.BccAddresses))
+	addresses := func(name string, list []string) {
+		ascii, err := asciiAddresses(list)
+		if err != nil && bad == "" {
+			bad = name
+		}
+		header(name, strings.Join(ascii, ", "))
 	}
-	header("Reply-To", encodeAddressList(in.ReplyToAddresses))
+	addresses("From", []string{aws.ToString(in.FromEmailAddress)})
+	if d := in.Destination; d != nil {
+		addresses("To", d.ToAddresses)
+		addresses("Cc", d.CcAddresses)
+		addresses("X-Ferry-Bcc", d.BccAddresses)
+	}
+	addresses("Reply-To", in.ReplyToAddresses)
 	if msg.Subject != nil {
-		header("Subject", mime.QEncoding.Encode("utf-8", aws.ToString(msg.Subject.Data)))
+		header("Subject", subjectValue(aws.ToString(msg.Subject.Data)))
 	}
 	header("Date", date)
 	header("Message-ID", "<"+messageID+"@ferry.local>")
@@ -149,7 +156,7 @@ func renderMessage(in *sesv2.SendEmailInput, date, messageID, actionID string) (
 	header("X-Ferry-Configuration-Set", aws.ToString(in.ConfigurationSetName))
 	header("MIME-Version", "1.0")
 	if bad != "" {
-		return nil, fmt.Errorf("the %s header would hold CR, LF or NUL", bad)
+		return nil, fmt.Errorf("the %s header would hold CR, LF or NUL, or an address SES could not take", bad)
 	}
 
 	var text, html string
@@ -202,18 +209,4 @@ func writeQP(w interface{ Write([]byte) (int, error) }, s string) error {
 		return err
 	}
 	return qp.Close()
-}
-
-// encodeAddressList renders addresses for a header, encoding non-ASCII
-// display names.
-func encodeAddressList(addrs []string) string {
-	out := make([]string, 0, len(addrs))
-	for _, a := range addrs {
-		if parsed, err := parseAddress(a); err == nil {
-			out = append(out, parsed)
-		} else {
-			out = append(out, a)
-		}
-	}
-	return strings.Join(out, ", ")
 }

@@ -143,6 +143,13 @@ func checkAddress(s string) error {
 	if payloadcheck.ContainsControl(a.Name) || payloadcheck.ContainsControl(a.Address) {
 		return errors.New("must not contain control characters (CR, LF, NUL and the like), encoded or not")
 	}
+	ascii, err := asciiAddress(s)
+	if err != nil {
+		return err
+	}
+	if len(ascii) > MaxHeaderLine {
+		return fmt.Errorf("the address with its encoded display name is %d bytes; at most %d are allowed", len(ascii), MaxHeaderLine)
+	}
 	return nil
 }
 
@@ -162,14 +169,4 @@ func validTag(s string) bool {
 
 func tagByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
-}
-
-// parseAddress renders one address in RFC 5322 form (display names
-// encoded as needed).
-func parseAddress(s string) (string, error) {
-	a, err := mail.ParseAddress(s)
-	if err != nil {
-		return "", err
-	}
-	return a.String(), nil
 }
