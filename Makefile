@@ -7,7 +7,7 @@ GOFLAGS_TEST ?=
 
 .PHONY: help
 help: ## List the targets
-	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-16s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {name[NR] = $$1; what[NR] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %s  %s\n", sprintf("%-" w "s", name[i]), what[i]}'
 
 .PHONY: test
 test: vet unit sim-ci infra-test lambda-local local-test console-browser ## Run every test suite (what CI runs)

@@ -59,7 +59,8 @@ const (
 	// EnvAllowPrivateWebhooks ("true") lets webhooks reach loopback and
 	// private addresses. Only `ferry local` sets it, so the deployed
 	// bootstraps can deliver to a receiver on the developer's machine; the
-	// stack never does. Drainer.
+	// stack never does. Every function reads it (the registry builds the
+	// webhook adapter: enqueue checks a URL with it, the drainer dials).
 	EnvAllowPrivateWebhooks = "FERRY_ALLOW_PRIVATE_WEBHOOKS"
 )
 

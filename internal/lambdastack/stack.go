@@ -59,9 +59,9 @@ type Config struct {
 	ConsoleRefresh time.Duration
 	MailDir        string
 	WebhookSecret  string
-	// AllowPrivateWebhooks lets the drainer reach loopback receivers
-	// (FERRY_ALLOW_PRIVATE_WEBHOOKS in its environment; never in the
-	// template).
+	// AllowPrivateWebhooks lets webhooks name and reach loopback receivers
+	// (FERRY_ALLOW_PRIVATE_WEBHOOKS in every function's environment: the
+	// enqueue checks a URL, the drainer dials it; never in the template).
 	AllowPrivateWebhooks bool
 	// Speedup divides every schedule's rate; Schedules overrides a
 	// function's rate (0: never).

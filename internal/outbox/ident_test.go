@@ -102,3 +102,14 @@ func TestIDMustMatchItsRow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatePROPOSED, got.State, "untouched by the forged ids")
 }
+
+// TestActionIDLength pins the lengths docs/api.md and the README give
+// (issue 28 item 15: the docs said "about 26", the README showed 2-1): 21
+// characters, then the seq in base 32.
+func TestActionIDLength(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for seq, want := range map[int64]int{1: 22, 31: 22, 32: 23, 1023: 23, 1024: 24, 32767: 24, 32768: 25, 1<<20 - 1: 25, 1 << 20: 26, 1<<25 - 1: 26, 1<<63 - 1: 34} {
+		require.Len(t, NewActionID(created, 0xfedcba9876, 4095, seq), want, "seq %d", seq)
+	}
+}

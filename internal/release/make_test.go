@@ -110,3 +110,39 @@ func TestMakeReleaseRunsTheTestsFirst(t *testing.T) {
 	out, _ = run("git", "tag")
 	require.Empty(t, strings.TrimSpace(out))
 }
+
+// TestMakeHelpListsEveryTargetInOneColumn is issue 28 item 15: `make help`
+// printed names in a 16-character column, so changelog-fingerprint pushed
+// its line out of it. Every documented target is listed once and every
+// description starts in the same column.
+func TestMakeHelpListsEveryTargetInOneColumn(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make not installed")
+	}
+	dir := t.TempDir()
+	makefile := repoFile(t, "Makefile")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Makefile"), makefile, 0o644))
+	cmd := exec.Command("make", "--no-print-directory", "-s", "help")
+	cmd.Dir, cmd.Env = dir, append(outsideMake(os.Environ()), "MAKEFLAGS=")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var documented []string
+	for _, line := range strings.Split(string(makefile), "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok && strings.Contains(line, "## ") && !strings.ContainsAny(name, " \t$=") {
+			documented = append(documented, name)
+		}
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	require.Len(t, lines, len(documented))
+	column := -1
+	for i, line := range lines {
+		fields := strings.Fields(line)
+		require.Equal(t, documented[i], fields[0], line)
+		at := strings.Index(line[2+len(fields[0]):], fields[1]) + 2 + len(fields[0])
+		if column < 0 {
+			column = at
+		}
+		require.Equal(t, column, at, "the description of %s starts in column %d, not %d", fields[0], at, column)
+	}
+}
