@@ -325,7 +325,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, ss *session, err 
 	case operator.ExitNotFound:
 		h.renderError(w, r, ss, http.StatusNotFound, "No such action (or it was erased, or its retention ended).")
 	case operator.ExitDenied:
-		h.renderError(w, r, ss, http.StatusForbidden, "The console's credentials may not read this table: "+err.Error())
+		h.renderError(w, r, ss, http.StatusForbidden, "The console's credentials may not read this table: "+operator.Message(err))
 	default:
 		h.opts.Logger.Error("console: a page failed", slog.String("path", r.URL.Path), slog.Any("error", err))
 		h.renderError(w, r, ss, http.StatusBadGateway, "DynamoDB could not be read: the console's log has the error.")

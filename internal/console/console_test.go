@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/clock"
@@ -438,4 +440,52 @@ func TestEraseASubject(t *testing.T) {
 	rb := ro.signIn(t, "ta")
 	resp, _ = rb.get(path, nil)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// deniedReads answers every read as DynamoDB answers credentials that lack
+// the read's IAM action, wrapped as the AWS SDK wraps it.
+type deniedReads struct{ outbox.DynamoDB }
+
+func (deniedReads) denied(op string) error {
+	return &smithy.OperationError{ServiceID: "DynamoDB", OperationName: op, Err: &smithy.GenericAPIError{
+		Code:    "AccessDeniedException",
+		Message: "User: arn:aws:iam::123456789012:user/oncall is not authorized to perform: dynamodb:" + op,
+	}}
+}
+
+func (d deniedReads) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, d.denied("GetItem")
+}
+
+func (d deniedReads) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return nil, d.denied("Query")
+}
+
+func (d deniedReads) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return nil, d.denied("BatchGetItem")
+}
+
+// TestDeniedReadsSayWhichActionInPlainWords: a page the credentials may
+// not read answers 403 naming the IAM action the credentials lack, in
+// operator.Message's words rather than the SDK's "operation error …"
+// wrapping (issue 28 item 13, the same path as the CLI's messages).
+func TestDeniedReadsSayWhichActionInPlainWords(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	reg := outbox.NewRegistry()
+	require.NoError(t, reg.Register(noteAdapter{}))
+	e, err := outbox.New(operator.NewMeter(deniedReads{ddblocal.New(ddblocal.WithClock(clk))}), clk, reg, outbox.Config{Table: "ferry", Partitions: 2})
+	require.NoError(t, err)
+	api, err := httpapi.NewBearerTokens(map[string][]string{"ta": {"a"}})
+	require.NoError(t, err)
+	h, err := New(Options{Engine: e, Login: TokenLogin(api, []string{"op"}), Clock: clk})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	br := (&testBundle{srv: srv}).signIn(t, "op")
+	resp, body := br.get("/console/", nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
+	require.Contains(t, body, "is not authorized to perform: dynamodb:")
+	require.Contains(t, body, "DynamoDB refused the request: AccessDeniedException")
+	require.NotContains(t, body, "operation error")
 }
