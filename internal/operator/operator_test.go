@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
@@ -238,4 +241,48 @@ func TestStatusTellsABlockedLaneFromABacklog(t *testing.T) {
 	require.Equal(t, 5, v.Total.Blocked)
 	require.Equal(t, 1, v.Total.Stuck)
 	require.InDelta(t, 1200, v.Total.OldestBlockedAge, 1)
+}
+
+// TestPartitionsFlagIsReadOnlyWithoutARecordedCount is what docs/api.md
+// says of --partitions (issue 28 item 15: `ferry status --partitions 2` on
+// a table of more partitions exited 0 while the docs said it is refused):
+// once the partition map records a count, that count is used and the flag
+// is not read; a table whose map records none (a deployed stack's before
+// its reaper ran) with rows in partitions beyond the flag is refused,
+// exit 2, naming the flag.
+func TestPartitionsFlagIsReadOnlyWithoutARecordedCount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	e, err := outbox.New(db, clk, outbox.NewRegistry(), outbox.Config{Table: "ferry", Partitions: 8})
+	require.NoError(t, err)
+	require.NoError(t, e.EnsureTable(ctx))
+	s, err := NewSession(ctx, db, clk, Target{Table: "ferry", Partitions: 8})
+	require.NoError(t, err)
+	inTwo := false
+	for i := 0; i < 64 && !inTwo; i++ {
+		r, err := s.Engine.Enqueue(ctx, outbox.EnqueueParams{Kind: "webhook", WorkspaceID: "default",
+			Payload: json.RawMessage(`{"url":"https://example.com/hook"}`)})
+		require.NoError(t, err)
+		inTwo = r.Action.Partition == 2
+	}
+	require.True(t, inTwo, "an action in partition 2")
+
+	s, err = NewSession(ctx, db, clk, Target{Table: "ferry", Partitions: 2})
+	require.NoError(t, err, "the map records 8: --partitions 2 is not read")
+	layout, err := s.Engine.PartitionLayout(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 8, layout.Count)
+
+	_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("ferry"), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "M#partitions"}, "sk": &types.AttributeValueMemberS{Value: "M"}}})
+	require.NoError(t, err)
+	_, err = NewSession(ctx, db, clk, Target{Table: "ferry", Partitions: 2})
+	var ex *Error
+	require.ErrorAs(t, err, &ex)
+	require.Equal(t, ExitUsage, ex.Code)
+	require.ErrorContains(t, err, `table "ferry" has partitions beyond 2: pass the deployment's FERRY_PARTITIONS as --partitions`)
+	_, err = NewSession(ctx, db, clk, Target{Table: "ferry", Partitions: 8})
+	require.NoError(t, err, "the deployment's count opens it")
 }
