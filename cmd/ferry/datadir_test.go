@@ -180,6 +180,41 @@ func TestDataDirDamageIsRefusedThenSalvaged(t *testing.T) {
 	require.Len(t, aside, 1, "the rest of the log is set aside")
 }
 
+// TestDataDirOfTheFirstFormatIsRefused: a --data-dir written by a build
+// before 0.1.0 (a log segment of the first format, no MANIFEST) stops
+// `ferry dynamodb` and `ferry dev` with a message naming the file and
+// saying to start with an empty directory; the directory is left as it
+// was, salvage or not.
+func TestDataDirOfTheFirstFormatIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	seg := filepath.Join(dir, "wal-0000000000000001.log")
+	old := []byte("FDDBWAL1") // a first-format segment with no record yet
+	require.NoError(t, os.WriteFile(seg, old, 0o644))
+	for _, args := range []string{
+		"dynamodb --addr 127.0.0.1:0 --data-dir " + dir,
+		"dynamodb --addr 127.0.0.1:0 --salvage --data-dir " + dir,
+		"dev --addr 127.0.0.1:0 --data-dir " + dir,
+	} {
+		// A build that reads the directory serves on it: stop it after a while.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		refused := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		refused.Env = append(os.Environ(), childEnv+"="+args)
+		out, err := refused.CombinedOutput()
+		require.Error(t, err, "%s: start-up on a directory of the first format must fail: %s", args, out)
+		require.NoError(t, ctx.Err(), "%s: it started serving: %s", args, out)
+		cancel()
+		require.Contains(t, string(out), "--data-dir: ddblocal: wal-0000000000000001.log was written by a build of ferry before 0.1.0", args)
+		require.Contains(t, string(out), "Start with an empty directory", args)
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, ents, 1, "%s: nothing is written beside it", args)
+		after, err := os.ReadFile(seg)
+		require.NoError(t, err)
+		require.Equal(t, old, after, "%s: a refused start-up changes nothing", args)
+	}
+}
+
 // TestDataDirSecondProcessIsRefused (issue 28 item 11): a second `ferry
 // dynamodb` on a directory in use exits with a message naming it, even
 // after the LOCK file earlier versions locked is deleted.

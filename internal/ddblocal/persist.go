@@ -156,8 +156,9 @@ func (r Recovery) String() string {
 // Open returns an engine whose data lives in dir (created if missing):
 // everything a previous engine on dir acknowledged, then every write made
 // through it. It fails on a damaged or incomplete data directory
-// (CorruptionError, recover.go: it never drops an acknowledged write) and
-// when another process has dir open. Close it to release dir.
+// (CorruptionError, recover.go: it never drops an acknowledged write), on
+// one written by a build before 0.1.0 (FormatError), and when another
+// process has dir open. Close it to release dir.
 func Open(dir string, opts ...Option) (*DB, error) {
 	db := New(opts...)
 	db.persistent = true
@@ -175,9 +176,13 @@ func Open(dir string, opts ...Option) (*DB, error) {
 		if errors.As(err, &ce) {
 			ce.Dir = dir
 		}
+		var fe *FormatError
+		if errors.As(err, &fe) {
+			fe.Dir = dir
+		}
 		return nil, err
 	}
-	next := max(ld.expect, 1)
+	next := ld.expect
 	man, err := openManifest(dir, ld.manGen, manifestState{snap: ld.snap, firstSeg: ld.base, lastSeg: ld.top, durable: next - 1})
 	if err != nil {
 		unlock()

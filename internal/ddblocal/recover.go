@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/internal/clock"
@@ -24,6 +23,11 @@ import (
 //     it acknowledged), with no whole record anywhere after it;
 //   - a newest segment whose header was cut short while it was created,
 //     before the MANIFEST listed it.
+//
+// A directory written by a build before 0.1.0 (the first on-disk format:
+// log segments without record numbers, no MANIFEST, snapshots without the
+// number of the record after them) is not read: start-up refuses it with a
+// FormatError naming the file, changing nothing, salvage or not.
 //
 // Anything else is damage, and start-up refuses with a CorruptionError that
 // names the file and offset, changing nothing in the directory: a damaged
@@ -65,6 +69,24 @@ func (e *CorruptionError) Error() string {
 		return s + fmt.Sprintf("Keep a copy of the directory, then restore it from a backup, or run `ferry dynamodb --data-dir %s --salvage` once (Go: ddblocal.WithSalvage) to keep every write before this point and move the rest aside (docs/dynamodb.md, \"When start-up refuses\")", dir)
 	}
 	return s + "Keep a copy of the directory, then restore it from a backup (docs/dynamodb.md, \"When start-up refuses\")"
+}
+
+// FormatError reports a data directory written by a build of ferry before
+// 0.1.0, in the first on-disk format, which this version does not read and
+// has no migration for. Open refuses it and changes nothing in the
+// directory; the way on is an empty directory.
+type FormatError struct {
+	Dir   string // the data directory
+	File  string // in Dir: the file of the first format
+	Found string // what marks it as such
+}
+
+func (e *FormatError) Error() string {
+	dir := e.Dir
+	if dir == "" {
+		dir = "DIR"
+	}
+	return fmt.Sprintf("ddblocal: %s was written by a build of ferry before 0.1.0 (%s); this version does not read that format and has no migration for it. Start-up stopped and changed nothing in the directory. Start with an empty directory: give another --data-dir, or move %s aside (docs/dynamodb.md, \"When start-up refuses\")", e.File, e.Found, dir)
 }
 
 // TornTail describes the end of the newest log segment cut short by a crash
@@ -112,8 +134,7 @@ type loader struct {
 	snap   uint64 // the snapshot loaded (0: none)
 	base   uint64 // the first segment replayed
 	top    uint64 // the newest segment
-	expect uint64 // the number of the next record (0: not known yet)
-	sawV2  bool
+	expect uint64 // the number of the next record
 
 	torn      *TornTail
 	removeTop bool             // the newest segment's creation was cut short
@@ -188,6 +209,9 @@ func (ld *loader) plan() error {
 	if err != nil {
 		return err
 	}
+	if err := refuseFirstFormat(ld.dir, segs); err != nil {
+		return err
+	}
 	ld.obsolete = tmps
 	ld.man, ld.manGen, ld.hasMan, err = readManifest(ld.dir)
 	var ce *CorruptionError
@@ -198,19 +222,14 @@ func (ld *loader) plan() error {
 	if err != nil {
 		return err
 	}
-	if !ld.hasMan && len(segs) > 0 {
-		v2, err := anyCurrentFormat(ld.dir, segs)
-		if err != nil {
-			return err
+	if !ld.hasMan && len(segs) > 0 && ce == nil {
+		// The MANIFEST is written before the first segment is created.
+		ce := &CorruptionError{File: manifestName, Missing: true, Salvageable: true,
+			Reason: "the directory holds log segments that need it: which segments and records there should be is not known"}
+		if !ld.salvage {
+			return ce
 		}
-		if v2 && ce == nil {
-			ce := &CorruptionError{File: manifestName, Missing: true, Salvageable: true,
-				Reason: "the directory holds log segments that need it: which segments and records there should be is not known"}
-			if !ld.salvage {
-				return ce
-			}
-			ld.note(ce)
-		}
+		ld.note(ce)
 	}
 	ld.base, ld.expect = 1, 1
 	if ld.hasMan && ld.man.snap > 0 && (len(snaps) == 0 || snaps[len(snaps)-1] < ld.man.snap) {
@@ -223,7 +242,7 @@ func (ld *loader) plan() error {
 		if err != nil {
 			return err
 		}
-		ld.base, ld.expect = ld.snap, next // next is 0 for a first-format snapshot
+		ld.base, ld.expect = ld.snap, next
 		for _, n := range snaps[:len(snaps)-1] {
 			ld.obsolete = append(ld.obsolete, snapshotName(n))
 		}
@@ -244,22 +263,24 @@ func (ld *loader) plan() error {
 	return nil
 }
 
-// anyCurrentFormat reports whether any of the segments is of the current
-// format (they need a MANIFEST).
-func anyCurrentFormat(dir string, segs []uint64) (bool, error) {
+// refuseFirstFormat refuses a directory holding a log segment of the first
+// format (walMagicFormat1), written by a build before 0.1.0. It is read
+// before anything else, so such a directory is named for what it is rather
+// than for the MANIFEST it lacks.
+func refuseFirstFormat(dir string, segs []uint64) error {
 	for _, n := range segs {
 		f, err := os.Open(filepath.Join(dir, segmentName(n)))
 		if err != nil {
-			return false, fmt.Errorf("ddblocal: %w", err)
+			return fmt.Errorf("ddblocal: %w", err)
 		}
-		magic := make([]byte, len(walMagic))
+		magic := make([]byte, len(walMagicFormat1))
 		_, err = io.ReadFull(f, magic)
 		f.Close()
-		if err == nil && string(magic) == walMagic {
-			return true, nil
+		if err == nil && string(magic) == walMagicFormat1 {
+			return &FormatError{File: segmentName(n), Found: "a log segment of the first format, " + walMagicFormat1 + ", whose records have no numbers"}
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // replaySegment replays segment n (the newest when newest is set).
@@ -309,11 +330,6 @@ func (s *segmentScan) run() error {
 	k, _ := io.ReadFull(s.r, hdr)
 	hdr = hdr[:k]
 	switch {
-	case k >= len(walMagicV1) && string(hdr[:len(walMagicV1)]) == walMagicV1:
-		if ld.sawV2 {
-			return s.corrupt(0, "a segment of the first log format after one of the current format")
-		}
-		return s.runV1(hdr[len(walMagicV1):])
 	case k < segHeader:
 		return s.cutHeader(fmt.Sprintf("its header is cut short (%d of %d bytes)", k, segHeader))
 	case string(hdr[:len(walMagic)]) != walMagic:
@@ -321,13 +337,9 @@ func (s *segmentScan) run() error {
 	case crc32.Checksum(hdr[:16], castagnoli) != binary.LittleEndian.Uint32(hdr[16:]):
 		return s.cutHeader("its header's checksum fails")
 	}
-	first := binary.LittleEndian.Uint64(hdr[8:])
-	if ld.expect == 0 {
-		ld.expect = first
-	} else if first != ld.expect {
+	if first := binary.LittleEndian.Uint64(hdr[8:]); first != ld.expect {
 		return s.corrupt(0, fmt.Sprintf("its first record is number %d, but the log before it ends at record %d: records are missing", first, ld.expect-1))
 	}
-	ld.sawV2 = true
 	s.off = segHeader
 	var rh [recordHeader]byte
 	var payload []byte
@@ -406,44 +418,6 @@ func (s *segmentScan) badRecord(reason string) error {
 	return nil
 }
 
-// runV1 replays a segment of the first format, strictly: it has no record
-// numbers and no MANIFEST vouches for it, so anything that does not read
-// whole is refused (WithSalvage keeps what precedes it).
-func (s *segmentScan) runV1(rest []byte) error {
-	r := io.MultiReader(strings.NewReader(string(rest)), s.r)
-	s.off = int64(len(walMagicV1))
-	var hdr [frameHeader]byte
-	var payload []byte
-	for s.off < s.size {
-		if s.size-s.off < frameHeader {
-			return s.corrupt(s.off, "a record header cut short (first log format)")
-		}
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return fmt.Errorf("ddblocal: reading %s: %w", s.name, err)
-		}
-		n := int64(binary.LittleEndian.Uint32(hdr[0:]))
-		if n > maxRecordSize || s.off+frameHeader+n > s.size {
-			return s.corrupt(s.off, "a record cut short, or a damaged length (first log format)")
-		}
-		if int64(cap(payload)) < n {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		if _, err := io.ReadFull(r, payload); err != nil {
-			return fmt.Errorf("ddblocal: reading %s: %w", s.name, err)
-		}
-		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(hdr[4:]) {
-			return s.corrupt(s.off, "a record's checksum fails (first log format)")
-		}
-		if err := s.ld.db.replayRecord(payload, s.ld.pinned); err != nil {
-			return fmt.Errorf("ddblocal: replaying %s at offset %d: %w", s.name, s.off, err)
-		}
-		s.ld.rec.Records++
-		s.off += frameHeader + n
-	}
-	return nil
-}
-
 // wholeRecordAfter returns the first offset at or after from where a whole
 // record header numbered from minSeq on (below minSeq+2^32) starts in the
 // file, or -1. A record cut short by a crash is the last thing in its
@@ -483,7 +457,7 @@ func wholeRecordAfter(path string, from, size int64, minSeq uint64) (int64, erro
 // acknowledged writes are missing (a segment cut at a record boundary, or
 // removed).
 func (ld *loader) checkDurable() error {
-	if !ld.hasMan || ld.stop != nil || ld.expect == 0 || ld.expect-1 >= ld.man.durable {
+	if !ld.hasMan || ld.stop != nil || ld.expect-1 >= ld.man.durable {
 		return nil
 	}
 	file, off, seg := manifestName, int64(0), uint64(0)
@@ -505,7 +479,7 @@ func (ld *loader) checkDurable() error {
 // aside, salvaged files set aside, the log on disk, covered files removed.
 func (ld *loader) apply() error {
 	if sv := ld.rec.Salvage; sv != nil {
-		sv.Replayed = max(ld.expect, 1) - 1
+		sv.Replayed = ld.expect - 1
 		if ld.hasMan {
 			sv.Acknowledged = ld.man.durable
 		}

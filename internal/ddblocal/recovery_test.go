@@ -311,10 +311,62 @@ func TestRecoveryASegmentCutWhileCreatedIsATornTail(t *testing.T) {
 	require.NoError(t, db.Close())
 }
 
-// A data directory of the first log format (no record numbers, no
-// MANIFEST) opens, moves to the current format, and keeps its writes; a
-// damaged record in it is refused.
-func TestRecoveryReadsTheFirstLogFormat(t *testing.T) {
+// requireFormatRefused opens dir (with opts), which must fail with a
+// FormatError naming file as written before 0.1.0, and leave dir exactly as
+// it was.
+func requireFormatRefused(t *testing.T, dir, file string, opts ...ddblocal.Option) {
+	t.Helper()
+	before := dirDigest(t, dir)
+	db, err := ddblocal.Open(dir, opts...)
+	if err == nil {
+		rec := db.Recovery()
+		require.NoError(t, db.Close())
+		t.Fatalf("start-up succeeded on a directory of the first format: %s", rec)
+	}
+	var fe *ddblocal.FormatError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, file, fe.File, "%v", err)
+	require.Equal(t, dir, fe.Dir)
+	require.Contains(t, err.Error(), file+" was written by a build of ferry before 0.1.0")
+	require.Contains(t, err.Error(), "changed nothing in the directory. Start with an empty directory")
+	require.Equal(t, before, dirDigest(t, dir), "a refused start-up changes nothing in the directory")
+}
+
+// rewriteSnapshotHeader rewrites the header frame of snapshot path (its
+// first frame) with fn applied to its fields (version, changeSeq, segment,
+// nextSeq), checksummed again.
+func rewriteSnapshotHeader(t *testing.T, path string, fn func([]uint64) []uint64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	length := binary.LittleEndian.Uint32(b[8:])
+	payload := b[16 : 16+length]
+	require.Equal(t, byte(1), payload[0], "the first frame is the header")
+	var fields []uint64
+	for rest := payload[1:]; len(rest) > 0; {
+		v, k := binary.Uvarint(rest)
+		require.Positive(t, k)
+		fields, rest = append(fields, v), rest[k:]
+	}
+	require.Len(t, fields, 4)
+	np := []byte{1}
+	for _, v := range fn(fields) {
+		np = binary.AppendUvarint(np, v)
+	}
+	out := append([]byte(nil), b[:8]...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(np)))
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(np, crc32.MakeTable(crc32.Castagnoli)))
+	out = append(append(out, np...), b[16+length:]...)
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+}
+
+// A data directory of the first on-disk format, written by a build before
+// 0.1.0 (log segments "FDDBWAL1" without record numbers, no MANIFEST,
+// snapshots without the number of the record after them), is refused at
+// start-up naming the file, with or without salvage, changing nothing: the
+// format is not read and has no migration (issue 26). Before, it was
+// replayed and moved to the current format.
+func TestRecoveryRefusesTheFirstFormat(t *testing.T) {
 	t.Parallel()
 	dir := ackedDir(t, 1, 20)
 	seg := segments(t, dir)[0]
@@ -329,30 +381,40 @@ func TestRecoveryReadsTheFirstLogFormat(t *testing.T) {
 		v1 = append(v1, payload...)
 	}
 	require.NoError(t, os.WriteFile(seg, v1, 0o644))
+	// With the MANIFEST a build between the formats wrote beside it, then
+	// as the first format left it: without one.
+	requireFormatRefused(t, dir, filepath.Base(seg))
 	require.NoError(t, os.Remove(filepath.Join(dir, "MANIFEST")))
+	requireFormatRefused(t, dir, filepath.Base(seg))
+	requireFormatRefused(t, dir, filepath.Base(seg), ddblocal.WithSalvage())
 
-	broken := t.TempDir()
-	damaged := append([]byte(nil), v1...)
-	damaged[len(damaged)/2] ^= 0x10
-	require.NoError(t, os.WriteFile(filepath.Join(broken, filepath.Base(seg)), damaged, 0o644))
-	requireRefused(t, broken, filepath.Base(seg), -1)
-
-	db, err := ddblocal.Open(dir)
-	require.NoError(t, err)
-	requireAcked(t, db, 20)
-	putAcked(t, db, 20)
-	ddblocal.CrashForTest(db) // a first-format segment, then a current one
-	db, err = ddblocal.Open(dir)
-	require.NoError(t, err)
-	requireAcked(t, db, 21)
-	require.NoError(t, db.Close())
-	db, err = ddblocal.Open(dir)
-	require.NoError(t, err)
-	requireAcked(t, db, 21)
-	require.NoError(t, db.Close())
-	for _, s := range segments(t, dir) {
-		head, err := os.ReadFile(s)
+	// A snapshot whose header does not number the record after it; and
+	// one numbering it 0, which is damage.
+	for _, tc := range []struct {
+		name   string
+		header func([]uint64) []uint64
+	}{
+		{"first format", func(f []uint64) []uint64 { return f[:3] }},
+		{"record 0", func(f []uint64) []uint64 { return append(f[:3], 0) }},
+	} {
+		dir := ackedDir(t, 1, 10)
+		db, err := ddblocal.Open(dir)
 		require.NoError(t, err)
-		require.Equal(t, "FDDBWAL2", string(head[:8]), "after a clean stop only the current format is left")
+		require.NoError(t, db.Close()) // writes snap-N
+		snaps, err := filepath.Glob(filepath.Join(dir, "snap-*"))
+		require.NoError(t, err)
+		require.Len(t, snaps, 1)
+		rewriteSnapshotHeader(t, snaps[0], tc.header)
+		if tc.name == "first format" {
+			requireFormatRefused(t, dir, filepath.Base(snaps[0]), ddblocal.WithSalvage())
+			require.NoError(t, os.Remove(filepath.Join(dir, "MANIFEST")))
+			for _, s := range segments(t, dir) {
+				require.NoError(t, os.Remove(s))
+			}
+			requireFormatRefused(t, dir, filepath.Base(snaps[0]))
+			continue
+		}
+		ce := requireRefused(t, dir, filepath.Base(snaps[0]), 8)
+		require.Contains(t, ce.Reason, "numbers the log record after it 0")
 	}
 }

@@ -23,7 +23,7 @@ import (
 // absent. It uses the log's framing (wal.go) after an 8-byte magic; each
 // frame's payload starts with a kind:
 //
-//	1 header   version changeSeq segment nextSeq   (nextSeq: the number of segment's first log record; absent before the log numbered its records)
+//	1 header   version changeSeq segment nextSeq   (nextSeq: the number of segment's first log record)
 //	2 table    name history(op at input)*          (the table's administration calls, replayed on load)
 //	3 items    table (key data size)*
 //	4 index    table index (key data size)*
@@ -379,8 +379,9 @@ func (r *walReader) optBytes() []byte {
 func (r *walReader) str() string { return string(r.bytes()) }
 
 // loadSnapshot restores snapshot number seg (at path) into an empty
-// engine. It returns the number of the first log record after it (0 for a
-// snapshot written before the log numbered its records).
+// engine. It returns the number of the first log record after it. A
+// snapshot written before the log numbered its records (a build before
+// 0.1.0: its header ends without that number) is refused (FormatError).
 func (db *DB) loadSnapshot(path string, seg uint64, pinned *clock.Manual) (nextSeq uint64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -438,8 +439,11 @@ func (db *DB) loadSnapshot(path string, seg uint64, pinned *clock.Manual) (nextS
 			if got := r.uvarint(); got != seg && r.err == nil {
 				return 0, corrupt(fmt.Sprintf("it is the snapshot of segment %d, not %d (its file name)", got, seg))
 			}
-			if len(r.b) > 0 {
-				nextSeq = r.uvarint()
+			if len(r.b) == 0 && r.err == nil {
+				return 0, &FormatError{File: name, Found: "a snapshot of the first format, whose header does not number the log record after it"}
+			}
+			if nextSeq = r.uvarint(); nextSeq == 0 && r.err == nil {
+				return 0, corrupt("its header numbers the log record after it 0 (records are numbered from 1)")
 			}
 			sawHeader = true
 		case snapTable:

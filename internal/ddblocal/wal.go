@@ -40,19 +40,19 @@ import (
 // (anything else), which start-up refuses (recover.go).
 //
 // Segments of the first format ("FDDBWAL1": records of length, CRC and
-// payload, no numbers, no MANIFEST) are still read, strictly, so a data
-// directory written before this format opens once and moves to it.
+// payload, no numbers, no MANIFEST), written by builds before 0.1.0, are
+// not read: start-up refuses a directory holding one (FormatError).
 
 const (
-	walMagic      = "FDDBWAL2"
-	walMagicV1    = "FDDBWAL1"
-	segHeader     = 8 + 8 + 4
-	recordHeader  = 4 + 8 + 4 + 4
-	frameHeader   = 8 // snapshot frames and first-format records: length, CRC
-	mutCommit     = 1
-	mutMeta       = 2
-	mutToken      = 3
-	maxRecordSize = 1 << 30
+	walMagic        = "FDDBWAL2"
+	walMagicFormat1 = "FDDBWAL1" // refused (before 0.1.0)
+	segHeader       = 8 + 8 + 4
+	recordHeader    = 4 + 8 + 4 + 4
+	frameHeader     = 8 // snapshot frames: length, CRC
+	mutCommit       = 1
+	mutMeta         = 2
+	mutToken        = 3
+	maxRecordSize   = 1 << 30
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
