@@ -14,7 +14,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/coldstart"
 	"github.com/ferryhq/ferry/internal/ddblocal"
+	"github.com/ferryhq/ferry/internal/handlers"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
@@ -33,24 +36,31 @@ type ScaleParams struct {
 
 	// Shards is the stream's shard count, 0 for ShardsFor. Parallelization
 	// is Lambda's ParallelizationFactor (concurrent batches per shard; the
-	// stack sets none: 1). StreamBatch and StreamWindow are the event
-	// source mapping's batch size and batching window (the stack's 100
-	// and 1s).
+	// stack's, StackStreamParallelization). StreamBatch and StreamWindow
+	// are the event source mapping's batch size and batching window (the
+	// stack's StackStreamBatch and StackStreamWindow).
 	Shards          int
 	Parallelization int
 	StreamBatch     int
 	StreamWindow    time.Duration
 
-	// Concurrency is the lane groups a drain runs at once (the drainer's
-	// 4); HandlerPartitions the partitions of one stream batch drained at
-	// once, SweepPartitions those of a scheduled sweep (coldstart's 4).
-	Concurrency       int
-	HandlerPartitions int
-	SweepPartitions   int
+	// Concurrency is the lane groups a drain runs at once; 0: the
+	// engine's default, as the drainer function runs it (every group of a
+	// claimed batch: outbox.DefaultBatchSize). A stream invocation drains
+	// every partition its batch names at once, claiming for StreamBudget
+	// (handlers.DefaultStreamBudget); a scheduled sweep probes
+	// SweepPartitions at once (coldstart.SweepPartitions), a partition
+	// giving its place to the next once its drain claimed
+	// (outbox.DrainParams.Started).
+	Concurrency     int
+	StreamBudget    time.Duration
+	SweepPartitions int
 	// ProviderLatency is how long each provider call takes.
 	ProviderLatency time.Duration
-	// Schedule is the drainer's and reaper's schedule (1 minute);
-	// DrainerTimeout the drainer function's timeout (2 minutes).
+	// Schedule is the drainer's and reaper's schedule (StackSchedule);
+	// DrainerTimeout the drainer function's timeout
+	// (StackDrainerTimeout). Each invocation claims until
+	// handlers.Budget's reserve before its timeout.
 	Schedule       time.Duration
 	DrainerTimeout time.Duration
 
@@ -78,15 +88,14 @@ func (p ScaleParams) withDefaults() ScaleParams {
 	def(&p.Window, 15*time.Second)
 	def(&p.Grace, 5*time.Second)
 	def(&p.ProviderLatency, CallLatency)
-	def(&p.StreamWindow, time.Second)
-	def(&p.Schedule, time.Minute)
-	def(&p.DrainerTimeout, 2*time.Minute)
+	def(&p.StreamWindow, StackStreamWindow)
+	def(&p.StreamBudget, handlers.DefaultStreamBudget)
+	def(&p.Schedule, StackSchedule)
+	def(&p.DrainerTimeout, StackDrainerTimeout)
 	defI(&p.Partitions, outbox.DefaultPartitions)
-	defI(&p.Parallelization, 1)
-	defI(&p.StreamBatch, 100)
-	defI(&p.Concurrency, 4)
-	defI(&p.HandlerPartitions, 4)
-	defI(&p.SweepPartitions, 4)
+	defI(&p.Parallelization, StackStreamParallelization)
+	defI(&p.StreamBatch, StackStreamBatch)
+	defI(&p.SweepPartitions, coldstart.SweepPartitions)
 	defI(&p.Payload, 811)
 	if p.Shards == 0 {
 		p.Shards = ShardsFor(p.Rate, p.Partitions)
@@ -135,6 +144,7 @@ type ScalePoint struct {
 	EnqueueErrors int            // enqueues the API would have answered with an error (the client retried)
 
 	StreamInvocations, SweepInvocations int // drainer invocations started in the window
+	StreamPeak                          int // most stream invocations running at once during the run (Lambda concurrency)
 	StreamMean, StreamP99, StreamMax    time.Duration
 	SweepMean, SweepMax                 time.Duration
 	SweepUnfinished                     bool // a sweep was still running when the run ended (SweepMax is a lower bound)
@@ -152,11 +162,28 @@ type ScalePoint struct {
 	Bottleneck string
 }
 
-// Lambda memory of the stack's functions (infra defaults).
+// The stack's settings the model deploys (the infra module's defaults,
+// which this module cannot import: TestScaleModelUsesTheStackSettings reads
+// them from infra's source and fails when they differ).
 const (
-	enqueueMB = 256
-	drainerMB = 512
-	reaperMB  = 256
+	// StackStreamParallelization is the drainer's stream mapping's
+	// ParallelizationFactor (infra/schedules.go streamParallelization).
+	StackStreamParallelization = 10
+	// StackStreamBatch and StackStreamWindow are its batch size and
+	// batching window (infra/props.go DefaultStreamBatchSize,
+	// DefaultStreamWindow).
+	StackStreamBatch  = 100
+	StackStreamWindow = time.Second
+	// StackSchedule is the drainer's and the reaper's schedule
+	// (infra/schedules.go Schedules).
+	StackSchedule = time.Minute
+	// StackDrainerTimeout is the drainer function's timeout, and
+	// enqueueMB, drainerMB, reaperMB the functions' memory
+	// (infra/props.go DefaultFunctionSizes).
+	StackDrainerTimeout = 2 * time.Minute
+	enqueueMB           = 256
+	drainerMB           = 512
+	reaperMB            = 256
 )
 
 // scaleRecord is one enqueue request of the run.
@@ -204,6 +231,8 @@ type scaleRun struct {
 	enqCalls  int
 
 	slots     []*slot
+	busy      int // slots running an invocation
+	peak      int // most busy at once
 	lastSeq   uint64
 	iterAge   time.Duration
 	streamInv []invocation
@@ -323,7 +352,7 @@ func ScaleRun(ctx context.Context, p ScaleParams) (ScalePoint, error) {
 
 	pt := ScalePoint{Params: p, Shards: p.Shards, EnqueueInstances: r.nEnq, EnqueueErrors: r.enqErrors, BacklogEnd: backlogEnd,
 		Throttled: thrEnd - thrStart, FailedCalls: failEnd - failStart, ThrottledBy: map[string]int{},
-		IteratorAgeMax: r.iterAge}
+		IteratorAgeMax: r.iterAge, StreamPeak: r.peak}
 	for k, v := range keysEnd {
 		if d := v - keysStart[k]; d > 0 {
 			kind := k
@@ -552,6 +581,8 @@ func (r *scaleRun) poll(sp *vproc, until time.Time) {
 			}
 			if len(sl.buf) >= r.p.StreamBatch || sp.t.Sub(sl.buf[0].at) >= r.p.StreamWindow {
 				sl.busy = true
+				r.busy++
+				r.peak = max(r.peak, r.busy)
 				r.s.wakeAt(sl.proc, sp.t)
 			}
 		}
@@ -577,8 +608,8 @@ func partitionOfPK(pk string) (int, bool) {
 }
 
 // slotLoop is one concurrent batch of one shard: a drainer invocation per
-// batch, which drains the partitions its records name (HandlerPartitions at
-// once), each until nothing is due, as the drainer's stream handler does.
+// batch, which drains the partitions its records name, as the drainer's
+// stream handler does (streamInvoke).
 func (r *scaleRun) slotLoop(ctx context.Context, sp *vproc, sl *slot, owner string) {
 	for !sp.stopped() {
 		sp.park()
@@ -601,22 +632,65 @@ func (r *scaleRun) slotLoop(ctx context.Context, sp *vproc, sl *slot, owner stri
 		}
 		sort.Ints(parts)
 		start := sp.t
-		r.invoke(ctx, sp, sl.eng, owner, parts, r.p.HandlerPartitions)
+		r.streamInvoke(ctx, sp, sl.eng, owner, parts)
 		d := sp.t.Sub(start)
 		r.streamInv = append(r.streamInv, invocation{start: start, dur: d})
 		r.drainGBs += gbSeconds(d, drainerMB)
 		sl.busy = false
+		r.busy--
 	}
 }
 
-// invoke is one drainer invocation over parts, limit at once.
-func (r *scaleRun) invoke(ctx context.Context, sp *vproc, eng *outbox.Engine, owner string, parts []int, limit int) {
-	deadline := sp.t.Add(r.p.DrainerTimeout - 5*time.Second)
-	g := newVgroup(sp, owner, limit)
+// claimUntil is when a drainer invocation started at start stops claiming:
+// handlers.Budget's default reserve before the function's timeout, as
+// the drainer computes it from its context's deadline.
+func (r *scaleRun) claimUntil(start time.Time) time.Time {
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(r.p.DrainerTimeout))
+	defer cancel()
+	return handlers.Budget{}.ClaimUntil(ctx, clock.NewManual(start))
+}
+
+// streamInvoke is one drainer invocation for a stream batch, as
+// handlers.DrainerHandler.HandleStream runs it: every partition of parts
+// at once, each drained again while it has more and StreamBudget has not
+// passed; what was claimed runs to its end.
+func (r *scaleRun) streamInvoke(ctx context.Context, sp *vproc, eng *outbox.Engine, owner string, parts []int) {
+	deadline := r.claimUntil(sp.t)
+	claimEnd := sp.t.Add(r.p.StreamBudget)
+	if claimEnd.After(deadline) {
+		claimEnd = deadline
+	}
+	g := newVgroup(sp, owner, len(parts))
 	for _, part := range parts {
-		g.Go(func(w *vproc) {
+		g.Go(func(w *vproc, _ func()) {
+			for !w.stopped() && w.now().Before(claimEnd) {
+				res, err := eng.DrainPartition(ctx, part, outbox.DrainParams{Owner: owner, Deadline: deadline,
+					ClaimUntil: claimEnd, Concurrency: r.p.Concurrency})
+				if err != nil {
+					r.drainErrs++
+					return
+				}
+				if !res.More || res.Claimed == 0 {
+					return
+				}
+			}
+		})
+	}
+	g.Wait()
+}
+
+// sweepInvoke is one scheduled drainer invocation over parts, as
+// outbox.Engine.Sweep runs it with SweepPartitions places: a partition's
+// drain gives its place to the next once it claimed (Started), and each is
+// drained again while it has more, until the claim deadline.
+func (r *scaleRun) sweepInvoke(ctx context.Context, sp *vproc, eng *outbox.Engine, owner string, parts []int) {
+	deadline := r.claimUntil(sp.t)
+	g := newVgroup(sp, owner, r.p.SweepPartitions)
+	for _, part := range parts {
+		g.Go(func(w *vproc, release func()) {
 			for !w.stopped() && w.now().Before(deadline) {
-				res, err := eng.DrainPartition(ctx, part, outbox.DrainParams{Owner: owner, Deadline: deadline, Concurrency: r.p.Concurrency})
+				res, err := eng.DrainPartition(ctx, part, outbox.DrainParams{Owner: owner, Deadline: deadline,
+					Concurrency: r.p.Concurrency, Started: release})
 				if err != nil {
 					r.drainErrs++
 					return
@@ -631,7 +705,7 @@ func (r *scaleRun) invoke(ctx context.Context, sp *vproc, eng *outbox.Engine, ow
 }
 
 // schedule is the drainer's EventBridge schedule: every period an
-// invocation sweeps every partition (SweepPartitions at once).
+// invocation sweeps every partition (sweepInvoke).
 func (r *scaleRun) schedule(ctx context.Context, sp *vproc, until time.Time) {
 	n := 0
 	for !sp.stopped() && sp.t.Before(until) {
@@ -650,7 +724,7 @@ func (r *scaleRun) schedule(ctx context.Context, sp *vproc, until time.Time) {
 				parts[i] = (first + i) % r.p.Partitions
 			}
 			start := ip.t
-			r.invoke(ctx, ip, eng, owner, parts, r.p.SweepPartitions)
+			r.sweepInvoke(ctx, ip, eng, owner, parts)
 			d := ip.t.Sub(start)
 			if ip.stopped() {
 				return // cut off by the run's end: counted as unfinished

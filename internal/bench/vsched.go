@@ -279,12 +279,17 @@ func (s *vsched) wakeAt(p *vproc, t time.Time) {
 
 // vgroup runs functions as processes, at most limit at once, and lets its
 // parent wait for all of them: the fork and join of the model's drainers
-// (partitions of a stream batch or a sweep, drained side by side).
+// (partitions of a stream batch or a sweep, drained side by side). A
+// function may give its place back before it returns (its release
+// argument): the next queued function then starts at once, as
+// outbox.Engine.Sweep lets a partition that claimed give its place to the
+// next.
 type vgroup struct {
 	parent  *vproc
 	limit   int
-	queue   []func(p *vproc)
-	active  int
+	queue   []func(w *vproc, release func())
+	held    int // places taken
+	running int // worker processes not yet ended
 	waiting bool
 	end     time.Time
 	name    string
@@ -295,25 +300,45 @@ func newVgroup(parent *vproc, name string, limit int) *vgroup {
 }
 
 // Go queues f; a worker process starts it at the parent's current time, or
-// when a worker frees up.
-func (g *vgroup) Go(f func(p *vproc)) {
+// when a place frees up.
+func (g *vgroup) Go(f func(w *vproc, release func())) {
 	g.queue = append(g.queue, f)
-	if g.active >= g.limit {
-		return
+	if g.held < g.limit {
+		g.worker(g.parent.t)
 	}
-	g.active++
-	w := g.parent.s.spawn(g.name, g.parent.t, func(w *vproc) {
-		for len(g.queue) > 0 {
+}
+
+// worker takes a place and starts a worker process at time at: it runs
+// queued functions until none is left or one of them gave its place back.
+func (g *vgroup) worker(at time.Time) {
+	g.held++
+	g.running++
+	w := g.parent.s.spawn(g.name, at, func(w *vproc) {
+		holds := true
+		release := func() {
+			if !holds {
+				return
+			}
+			holds = false
+			g.held--
+			if len(g.queue) > 0 && g.held < g.limit {
+				g.worker(w.now())
+			}
+		}
+		for holds && len(g.queue) > 0 {
 			f := g.queue[0]
 			g.queue = g.queue[1:]
-			f(w)
+			f(w, release)
+		}
+		if holds {
+			g.held--
 		}
 		w.s.fold(w)
-		g.active--
+		g.running--
 		if w.t.After(g.end) {
 			g.end = w.t
 		}
-		if g.active == 0 && g.waiting {
+		if g.running == 0 && g.waiting {
 			g.parent.s.wakeAt(g.parent, g.end)
 		}
 	})
@@ -323,7 +348,7 @@ func (g *vgroup) Go(f func(p *vproc)) {
 // Wait parks the parent until every queued function has returned; the
 // parent resumes at the time the last one finished.
 func (g *vgroup) Wait() {
-	if g.active == 0 && len(g.queue) == 0 {
+	if g.running == 0 && len(g.queue) == 0 {
 		return
 	}
 	g.waiting = true
