@@ -139,14 +139,21 @@ func (s *Stack) newFunction(fn FunctionName, assetDir string) error {
 	return nil
 }
 
-// dropRoleDependency leaves a function depending on its role's policy
-// only. The CDK names the role in the function's DependsOn as well, which
+// dropRoleDependency leaves a function depending on its role's policy and
+// the table's layout marker only. The CDK names the role in the function's
+// DependsOn as well, which
 // the function's Role property (a GetAtt of the role) already orders:
 // cfn-lint warns of the duplicate (W3005).
 func (s *Stack) dropRoleDependency(f awslambda.Function, role awsiam.Role) {
 	deps := []string{}
 	if policy := role.Node().TryFindChild(jsii.String("DefaultPolicy")); policy != nil {
 		deps = append(deps, *s.Stack.GetLogicalId(policy.Node().DefaultChild().(awscdk.CfnElement)))
+	}
+	if s.TableMarker != nil {
+		// A function's cold start refuses a table without its layout
+		// marker (marker.go): the function waits for it.
+		cr := s.TableMarker.Node().FindChild(jsii.String("Resource")).Node().DefaultChild().(awscdk.CfnElement)
+		deps = append(deps, *s.Stack.GetLogicalId(cr))
 	}
 	f.Node().DefaultChild().(awslambda.CfnFunction).AddOverride(jsii.String("DependsOn"), deps)
 }

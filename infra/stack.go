@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsses"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/customresources"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -27,7 +28,9 @@ type Stack struct {
 	// Props are the props after WithDefaults.
 	Props *Props
 
-	Table         awsdynamodb.Table
+	Table awsdynamodb.Table
+	// TableMarker writes the table's layout marker (marker.go).
+	TableMarker   customresources.AwsCustomResource
 	Functions     map[FunctionName]awslambda.Function
 	Roles         map[FunctionName]awsiam.Role
 	LogGroups     map[FunctionName]awslogs.LogGroup
@@ -94,6 +97,7 @@ func NewStack(scope constructs.Construct, id string, props Props) (*Stack, error
 		s.key = awskms.Key_FromKeyArn(storage, jsii.String("TableKey"), jsii.String(p.KMSKeyARN))
 	}
 	s.Table = newTable(storage, &p, s.key)
+	s.TableMarker = s.newTableMarker(storage)
 	for _, fn := range Functions {
 		if err := s.newFunction(fn, assetDir); err != nil {
 			return nil, err

@@ -33,7 +33,7 @@ func TestVersionTags(t *testing.T) {
 		}
 	}
 	tagged("AWS::Lambda::Function")
-	require.Len(t, s.resources("AWS::Lambda::Function"), len(Functions))
+	require.Len(t, s.ferryFunctions(), len(Functions))
 	tagged("AWS::DynamoDB::Table")
 	tagged("AWS::IAM::Role")
 }

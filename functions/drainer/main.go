@@ -15,7 +15,11 @@ import (
 )
 
 func main() {
-	rt, err := coldstart.New(context.Background(), "drainer", os.Getenv)
+	ctx := context.Background()
+	rt, err := coldstart.New(ctx, "drainer", os.Getenv)
+	if err == nil {
+		err = rt.CheckTable(ctx) // a table of another layout is refused
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "drainer: refusing to start:", err)
 		os.Exit(1)

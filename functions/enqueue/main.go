@@ -99,6 +99,9 @@ func newHandler(ctx context.Context, getenv func(string) string, db outbox.Dynam
 	if err != nil {
 		return nil, fmt.Errorf("error building the engine: %w", err)
 	}
+	if err := coldstart.TableCheck(ctx, eng, log); err != nil {
+		return nil, err // a table of another layout is refused
+	}
 	auth := httpapi.Gateway{JWT: &httpapi.JWTClaim{Claim: ecfg.WorkspaceClaim}}
 	if ecfg.IAMWorkspaces != nil {
 		auth.IAM = &httpapi.IAMPrincipals{Workspaces: ecfg.IAMWorkspaces}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +15,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferryhq/ferry/internal/clock"
@@ -270,4 +274,51 @@ func TestColdStartNamesTheVersion(t *testing.T) {
 		emf++
 	}
 	require.NotZero(t, emf)
+}
+
+// TestColdStartRefusesATableOfAnotherLayout: the function refuses to start
+// on a table that is not a Ferry table, has no layout version, or an older
+// or newer one (design.md §3.10), naming the table, both versions and the
+// docs, and writes nothing to it.
+func TestColdStartRefusesATableOfAnotherLayout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		marker map[string]types.AttributeValue
+		want   string
+	}{
+		{"NotFerry", nil, "table ferry is not a Ferry table"},
+		{"Missing", markerItem(nil), "table ferry has no layout version"},
+		{"Older", markerItem(aws.Int(outbox.Layout - 1)), fmt.Sprintf("table ferry has layout %d, older than layout %d", outbox.Layout-1, outbox.Layout)},
+		{"Newer", markerItem(aws.Int(outbox.Layout + 1)), fmt.Sprintf("table ferry has layout %d, newer than layout %d", outbox.Layout+1, outbox.Layout)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := ddblocal.New()
+			_, err := db.CreateTable(t.Context(), outbox.TableInput("ferry"))
+			require.NoError(t, err)
+			if tc.marker != nil {
+				_, err = db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String("ferry"), Item: tc.marker})
+				require.NoError(t, err)
+			}
+			_, err = newHandler(t.Context(), testEnv(nil), db, clock.System{}, io.Discard)
+			require.ErrorIs(t, err, outbox.ErrLayout)
+			require.ErrorContains(t, err, tc.want)
+			require.ErrorContains(t, err, outbox.LayoutDocs)
+			items, err := db.Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String("ferry")})
+			require.NoError(t, err)
+			require.Len(t, items.Items, len(tc.marker)/2, "nothing written")
+		})
+	}
+}
+
+// markerItem is a marker item (M#table) with layout version lv (nil: none).
+func markerItem(lv *int) map[string]types.AttributeValue {
+	it := map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "M#table"}, "sk": &types.AttributeValueMemberS{Value: "M"},
+	}
+	if lv != nil {
+		it["lv"] = &types.AttributeValueMemberN{Value: fmt.Sprint(*lv)}
+	}
+	return it
 }

@@ -16,7 +16,11 @@ import (
 )
 
 func main() {
-	rt, err := coldstart.New(context.Background(), "retention", os.Getenv)
+	ctx := context.Background()
+	rt, err := coldstart.New(ctx, "retention", os.Getenv)
+	if err == nil {
+		err = rt.CheckTable(ctx) // a table of another layout is refused
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "retention: refusing to start:", err)
 		os.Exit(1)

@@ -19,7 +19,11 @@ import (
 )
 
 func main() {
-	rt, err := coldstart.New(context.Background(), "sesevents", os.Getenv)
+	ctx := context.Background()
+	rt, err := coldstart.New(ctx, "sesevents", os.Getenv)
+	if err == nil {
+		err = rt.CheckTable(ctx) // a table of another layout is refused
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sesevents: refusing to start:", err)
 		os.Exit(1)

@@ -149,6 +149,27 @@ func New(ctx context.Context, function string, getenv func(string) string) (*Run
 	}, nil
 }
 
+// CheckTable refuses, at cold start, a table this build must not write:
+// no Ferry layout marker, or another layout version (outbox.LayoutError,
+// design.md §3.10). A table that cannot be read now (DynamoDB unreachable)
+// is not refused here: the engine checks it again before its first call.
+func (rt *Runtime) CheckTable(ctx context.Context) error {
+	return TableCheck(ctx, rt.Engine, rt.Log)
+}
+
+// TableCheck is CheckTable for an engine built elsewhere (the enqueue
+// function's).
+func TableCheck(ctx context.Context, e *outbox.Engine, log *slog.Logger) error {
+	err := e.LayoutCheck(ctx)
+	if errors.Is(err, outbox.ErrLayout) {
+		return err
+	}
+	if err != nil {
+		log.Warn("the table's layout could not be read at cold start; the first call checks it", slog.String("error", err.Error()))
+	}
+	return nil
+}
+
 // Registry registers the built-in adapters for AWS: webhooks signed with
 // secrets from Secrets Manager (public destinations only), email through
 // Amazon SES v2 (AWS_ENDPOINT_URL_SESV2 honoured) and events through

@@ -1,14 +1,20 @@
 package coldstart
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferryhq/ferry/internal/clock"
+	"github.com/ferryhq/ferry/internal/ddblocal"
 	"github.com/ferryhq/ferry/internal/outbox"
 )
 
@@ -83,4 +89,36 @@ func TestDefaultConfigurationSet(t *testing.T) {
 	_, err = d.SendEmail(context.Background(), &sesv2.SendEmailInput{ConfigurationSetName: aws.String("own")})
 	require.NoError(t, err)
 	require.Equal(t, "own", *rec.got.ConfigurationSetName)
+}
+
+// unreachable fails every GetItem: DynamoDB cannot be reached.
+type unreachable struct{ outbox.DynamoDB }
+
+func (unreachable) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, errors.New("dial tcp: connection refused")
+}
+
+// TestTableCheck: a cold start refuses a table that is not a Ferry table
+// of this build's layout, and starts when the table cannot be read now
+// (the engine checks it before its first call), saying so in the log.
+func TestTableCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := ddblocal.New()
+	_, err := db.CreateTable(ctx, outbox.TableInput("users"))
+	require.NoError(t, err)
+	e, err := outbox.New(db, clock.System{}, outbox.NewRegistry(), outbox.Config{Table: "users"})
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	err = TableCheck(ctx, e, log)
+	require.ErrorIs(t, err, outbox.ErrLayout)
+	require.ErrorContains(t, err, "table users is not a Ferry table")
+
+	e, err = outbox.New(unreachable{db}, clock.System{}, outbox.NewRegistry(), outbox.Config{Table: "users"})
+	require.NoError(t, err)
+	require.NoError(t, TableCheck(ctx, e, log))
+	require.Contains(t, logs.String(), "could not be read at cold start")
+	_, err = e.PartitionLayout(ctx)
+	require.ErrorContains(t, err, "connection refused", "the first call checks it again")
 }

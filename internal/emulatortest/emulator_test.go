@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	awseventbridge "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/stretchr/testify/require"
@@ -493,6 +495,51 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 		fake.mu.Lock()
 		require.Empty(t, fake.other, "calls the stand-in does not serve")
 		fake.mu.Unlock()
+	})
+
+	// A function refuses to start on a table that is not a Ferry table, or
+	// is of another layout (design.md §3.10), naming it; the emulator
+	// answers the invocation with the init failure.
+	t.Run("RefusesOtherLayouts", func(t *testing.T) {
+		db := devstack.RemoteDynamoDB(ddbURL)
+		marker := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "M#table"},
+			"sk": &ddbtypes.AttributeValueMemberS{Value: "M"}, "lv": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(outbox.Layout + 1)}}
+		for _, c := range []struct{ fn, table, want string }{
+			{"reaper", "plain", "table plain is not a Ferry table"},
+			{"enqueue", "newer", fmt.Sprintf("table newer has layout %d, newer than layout %d", outbox.Layout+1, outbox.Layout)},
+		} {
+			_, err := db.CreateTable(ctx, outbox.TableInput(c.table))
+			require.NoError(t, err)
+			require.NoError(t, dynamodb.NewTableExistsWaiter(db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(c.table)}, time.Minute))
+			if c.table == "newer" {
+				_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: marker})
+				require.NoError(t, err)
+			}
+			out := &syncBuffer{}
+			addr := freeAddr(t)
+			fenv := append(append([]string{}, env...), "AWS_LAMBDA_FUNCTION_NAME=ferry-"+c.fn, "FERRY_TABLE="+c.table)
+			start(t, fenv, out, rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", freeAddr(t),
+				filepath.Join(bin, c.fn, "bootstrap"))
+			waitListening(t, addr)
+			event := readEvent(t, root, "eventbridge-schedule.json")
+			if c.fn == "enqueue" {
+				event = readEvent(t, root, "apigw-healthz.json")
+			}
+			resp, err := http.Post("http://"+addr+"/2015-03-31/functions/function/invocations", "application/json", bytes.NewReader(event))
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			// The bootstrap exits during its init: no answer of the handler.
+			require.NotContains(t, string(body), `"statusCode":200`, "%s on %s: %s", c.fn, c.table, body)
+			require.NotContains(t, string(body), `"uncertain"`, "%s on %s: %s", c.fn, c.table, body)
+			require.Eventually(t, func() bool {
+				return strings.Contains(out.String(), c.fn+": refusing to start") && strings.Contains(out.String(), c.want)
+			}, 5*time.Second, 20*time.Millisecond, "%s on %s: %s", c.fn, c.table, out.String())
+			require.Contains(t, out.String(), outbox.LayoutDocs)
+			items, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(c.table)})
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(items.Items), 1, "nothing written to %s", c.table)
+		}
 	})
 
 	// The figures: sizes, first (cold) and later (warm) invocations.

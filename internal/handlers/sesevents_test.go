@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,11 +211,18 @@ func TestSESEventsDropWhatTheyCannotPlace(t *testing.T) {
 	require.Equal(t, 1, metric(t, b.out, handlers.MetricDeliveryEventsDropped, "Reason", "NOT_EVIDENCE"))
 }
 
-// failingGets fails every GetItem: DynamoDB is unreachable.
-type failingGets struct{ outbox.DynamoDB }
+// failingGets fails every GetItem once down is set: DynamoDB is
+// unreachable.
+type failingGets struct {
+	outbox.DynamoDB
+	down *atomic.Bool
+}
 
-func (failingGets) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return nil, errors.New("dial tcp: connection refused")
+func (f failingGets) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if f.down.Load() {
+		return nil, errors.New("dial tcp: connection refused")
+	}
+	return f.DynamoDB.GetItem(ctx, in, o...)
 }
 
 // TestSESEventsFailWhenDynamoDBDoes: the event is not dropped but returned
@@ -223,7 +231,9 @@ func TestSESEventsFailWhenDynamoDBDoes(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 12, 1, 9, 59, 0, 0, time.UTC))
 	db := ddblocal.New(ddblocal.WithClock(clk))
-	b := setupSES(t, sesSender{}, failingGets{db})
+	f := failingGets{DynamoDB: db, down: &atomic.Bool{}}
+	b := setupSES(t, sesSender{}, f)
+	f.down.Store(true)
 	_, err := b.fn.Invoke(b.ctx, sample(t, "ses-delivery.json", outbox.NewActionID(clk.Now(), 1, 1, 1)))
 	require.ErrorContains(t, err, "connection refused")
 }

@@ -1,6 +1,7 @@
 package lambdastack
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -189,6 +191,11 @@ func (s *Stack) serveDynamoDB(ctx context.Context, tmpl *Template) error {
 			return fmt.Errorf("table %s: TTL: %w", tmpl.Table.Name, err)
 		}
 	}
+	for _, put := range tmpl.Table.Puts {
+		if err := customPut(s.db, put); err != nil {
+			return err
+		}
+	}
 	d, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tmpl.Table.Name)})
 	if err != nil {
 		return err
@@ -210,6 +217,21 @@ func (s *Stack) serveDynamoDB(ctx context.Context, tmpl *Template) error {
 		return fmt.Errorf("DynamoDB listen address %s: %w", s.cfg.DynamoDBAddr, err)
 	}
 	s.serve(s.ddbLn, s.gate)
+	return nil
+}
+
+// customPut makes a custom resource's PutItem in db, as CloudFormation's
+// call through the resource's provider would (the request as the DynamoDB
+// API takes it).
+func customPut(db *ddblocal.DB, put CustomPut) error {
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(put.Input))
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.PutItem")
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	rec := httptest.NewRecorder()
+	ddbhttp.NewHandler(db).ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("custom resource %s: PutItem: %s", put.LogicalID, rec.Body.String())
+	}
 	return nil
 }
 

@@ -419,3 +419,36 @@ func BenchmarkLocalStackDelivery(b *testing.B) {
 		b.ReportMetric(float64(s.Emulator("drainer").Stats().Instances), "drainer-instances")
 	}
 }
+
+// TestLocalStackWithoutTheMarkerRefuses: the stack's custom resource writes
+// the table's layout marker (infra/marker.go) and ferry local makes its
+// PutItem after the table, as CloudFormation would: in a copy of the
+// template without it, the table has no marker and the enqueue function
+// refuses to start, as it would on AWS (design.md §3.10).
+func TestLocalStackWithoutTheMarkerRefuses(t *testing.T) {
+	raw, err := os.ReadFile(testTemplate)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	removed := 0
+	for id, r := range doc["Resources"].(map[string]any) {
+		if r.(map[string]any)["Type"] == "Custom::FerryTableMarker" {
+			delete(doc["Resources"].(map[string]any), id)
+			removed++
+		}
+	}
+	require.Equal(t, 1, removed)
+	path := filepath.Join(t.TempDir(), "Ferry.template.json")
+	raw, err = json.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, raw, 0o644))
+	tmpl, err := ReadTemplate(testTemplate, DefaultLocal)
+	require.NoError(t, err)
+	require.Len(t, tmpl.Table.Puts, 1, "the deployed template writes the marker")
+
+	b := startStack(t, path, nil)
+	status, out := b.api(t, http.MethodPost, "/v1/actions", `{"kind":"webhook","payload":{"url":"https://example.com/hook"}}`)
+	require.NotEqual(t, http.StatusCreated, status, "%v", out)
+	require.Eventually(t, func() bool { return strings.Contains(b.out.String(), "table ferry is not a Ferry table") }, 10*time.Second, 50*time.Millisecond,
+		"the enqueue function refused to start")
+}

@@ -38,6 +38,17 @@ type Table struct {
 	// Create and TTLAttribute make the table as the template declares it.
 	Create       *dynamodb.CreateTableInput
 	TTLAttribute string
+	// Puts are the PutItem calls the template's custom resources make in
+	// the table once it exists (the layout marker, infra/marker.go), as
+	// the DynamoDB API takes them (JSON).
+	Puts []CustomPut
+}
+
+// CustomPut is the DynamoDB PutItem a custom resource (an AwsCustomResource
+// of the CDK, Custom::…) makes when it is created.
+type CustomPut struct {
+	LogicalID string
+	Input     json.RawMessage
 }
 
 // Function is one AWS::Lambda::Function.
@@ -236,8 +247,13 @@ func parseTemplate(rt rawTemplate, local Local) (*Template, error) {
 	if t.Table.LogicalID == "" {
 		return nil, errors.New("declares no AWS::DynamoDB::Table")
 	}
+	puts, providers, err := r.customPuts(ids)
+	if err != nil {
+		return nil, err
+	}
+	t.Table.Puts = puts
 	for _, id := range ids {
-		if rt.Resources[id].Type == "AWS::Lambda::Function" {
+		if rt.Resources[id].Type == "AWS::Lambda::Function" && !providers[id] {
 			f, err := r.function(id)
 			if err != nil {
 				errs = append(errs, err)
@@ -273,6 +289,43 @@ func parseTemplate(rt rawTemplate, local Local) (*Template, error) {
 		}
 	}
 	return t, errors.Join(errs...)
+}
+
+// customPuts reads the custom resources (types Custom::…): each must make
+// one DynamoDB PutItem in the stack's table when created (an
+// AwsCustomResource's Create call), which ferry local makes itself right
+// after the table; providers are the functions that serve them (their
+// ServiceToken), which ferry local does not run.
+func (r *resolver) customPuts(ids []string) ([]CustomPut, map[string]bool, error) {
+	var puts []CustomPut
+	providers := map[string]bool{}
+	for _, id := range ids {
+		res := r.res[id]
+		if !strings.HasPrefix(res.Type, "Custom::") && res.Type != "AWS::CloudFormation::CustomResource" {
+			continue
+		}
+		fid, ok := refOrGetAtt(res.Properties["ServiceToken"])
+		if !ok || r.res[fid].Type != "AWS::Lambda::Function" {
+			return nil, nil, fmt.Errorf("%s.ServiceToken: not a function of this template", id)
+		}
+		providers[fid] = true
+		create, err := r.str(res.Properties["Create"])
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s (%s): ferry local runs only custom resources that make one SDK call (Create): %w", id, res.Type, err)
+		}
+		var call struct {
+			Service, Action string
+			Parameters      json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(create), &call); err != nil {
+			return nil, nil, fmt.Errorf("%s.Create: %w", id, err)
+		}
+		if !strings.EqualFold(call.Service, "DynamoDB") || !strings.EqualFold(call.Action, "PutItem") {
+			return nil, nil, fmt.Errorf("%s.Create: %s.%s: ferry local makes only DynamoDB PutItem calls of custom resources", id, call.Service, call.Action)
+		}
+		puts = append(puts, CustomPut{LogicalID: id, Input: call.Parameters})
+	}
+	return puts, providers, nil
 }
 
 // Function returns the function of that short name, or nil.

@@ -134,3 +134,29 @@ func TestFunctionNameFromPathMetadata(t *testing.T) {
 	require.Equal(t, "sesevents", r.functionName("SeseventsFunctionAB12CD34"))
 	require.Equal(t, "enqueue", r.functionName("EnqueueFunction7C3706D6"))
 }
+
+// TestCustomPuts: a custom resource whose Create is a DynamoDB PutItem is
+// read as that call (its Fn::Join resolved), and its provider function is
+// not one of the stack's functions; any other custom resource is refused.
+func TestCustomPuts(t *testing.T) {
+	t.Parallel()
+	r := &resolver{local: DefaultLocal, res: map[string]rawResource{
+		"Table":    {Type: "AWS::DynamoDB::Table", Properties: map[string]any{"TableName": "ferry"}},
+		"Provider": {Type: "AWS::Lambda::Function"},
+		"Marker": {Type: "Custom::FerryTableMarker", Properties: map[string]any{
+			"ServiceToken": map[string]any{"Fn::GetAtt": []any{"Provider", "Arn"}},
+			"Create": map[string]any{"Fn::Join": []any{"", []any{
+				`{"service":"DynamoDB","action":"PutItem","parameters":{"TableName":"`, map[string]any{"Ref": "Table"},
+				`","Item":{"pk":{"S":"M#table"}}}}`}}},
+		}},
+	}}
+	puts, providers, err := r.customPuts([]string{"Marker", "Provider", "Table"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"Provider": true}, providers)
+	require.Len(t, puts, 1)
+	require.JSONEq(t, `{"TableName":"ferry","Item":{"pk":{"S":"M#table"}}}`, string(puts[0].Input))
+
+	r.res["Marker"].Properties["Create"] = `{"service":"S3","action":"PutObject","parameters":{}}`
+	_, _, err = r.customPuts([]string{"Marker"})
+	require.ErrorContains(t, err, "only DynamoDB PutItem")
+}

@@ -33,6 +33,10 @@ const (
 	// ExitDenied: the credentials may not do what the command needs (the
 	// message names the permission).
 	ExitDenied = 6
+	// ExitLayout: the table is not a Ferry table of this build's layout
+	// (no marker, or another layout version: outbox.LayoutError); nothing
+	// was written.
+	ExitLayout = 7
 )
 
 // Error is a command's failure with its exit code.
@@ -75,6 +79,8 @@ func classify(err error) *Error {
 	switch {
 	case errors.Is(err, outbox.ErrNotFound):
 		return &Error{Code: ExitNotFound, Err: err}
+	case errors.Is(err, outbox.ErrLayout):
+		return &Error{Code: ExitLayout, Err: err}
 	case errors.As(err, &te):
 		return &Error{Code: ExitRefused, Err: err}
 	case errors.As(err, &ve):

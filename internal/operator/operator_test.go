@@ -65,7 +65,7 @@ func TestMeterAddsUpWhatDynamoDBReports(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 	before := tb.s.Meter.Usage()
-	require.Equal(t, 2, before.Calls, "the session checked the table and its partition map (which records the count: no partition probe)")
+	require.Equal(t, 3, before.Calls, "the session checked the table, its layout marker and its partition map (which records the count: no partition probe)")
 	tb.enqueue(t, outbox.EnqueueParams{})
 	u := tb.s.Meter.Usage()
 	require.Greater(t, u.WriteUnits, 0.0, "an enqueue writes")

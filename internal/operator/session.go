@@ -103,7 +103,8 @@ type Session struct {
 }
 
 // NewSession checks the table and builds the engine for t over db. It
-// fails when the table does not exist (ExitNotFound) or has partitions
+// fails when the table does not exist (ExitNotFound), is not a Ferry table
+// of this build's layout (ExitLayout), or has partitions
 // beyond t.Partitions (ExitUsage: the deployment's FERRY_PARTITIONS must be
 // given), naming what is wrong.
 func NewSession(ctx context.Context, db outbox.DynamoDB, clk clock.Clock, t Target) (*Session, error) {
@@ -122,6 +123,11 @@ func NewSession(ctx context.Context, db outbox.DynamoDB, clk clock.Clock, t Targ
 			return nil, fail(ExitNotFound, "table %q not found%s (--table)", t.Table, where(t))
 		}
 		return nil, classify(fmt.Errorf("error reading table %q%s: %w", t.Table, where(t), err))
+	}
+	// Before anything else: a table that is not a Ferry table of this
+	// build's layout is refused, and nothing is written (design.md §3.10).
+	if err := e.LayoutCheck(ctx); err != nil {
+		return nil, classify(err)
 	}
 	// The partition map, once a reaper recorded a count in it, says which
 	// partitions hold rows (ADR 0011); the engine reads it itself.

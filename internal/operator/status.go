@@ -72,13 +72,17 @@ func (s *Session) Status(ctx context.Context, p StatusParams) error {
 	if err != nil {
 		return classify(err)
 	}
+	layout, err := s.Engine.TableLayout(ctx)
+	if err != nil {
+		return classify(err)
+	}
 	if s.JSON {
 		parts := make([]partitionJSON, 0, len(st.Partitions))
 		for _, ps := range st.Partitions {
 			parts = append(parts, newPartitionJSON(ps, false))
 		}
 		return writeJSON(s.Out, map[string]any{
-			"table": s.Target.Table, "at": st.At.Format(time.RFC3339), "ended_since": since.Format(time.RFC3339),
+			"table": s.Target.Table, "layout": layout, "at": st.At.Format(time.RFC3339), "ended_since": since.Format(time.RFC3339),
 			"partitions": parts, "total": newPartitionJSON(st.Total, true), "dynamodb": s.Meter.Usage(),
 		})
 	}
@@ -102,7 +106,7 @@ func (s *Session) Status(ctx context.Context, p StatusParams) error {
 		rows = append(rows, row(strconv.Itoa(ps.Partition), ps))
 	}
 	rows = append(rows, row("total", st.Total))
-	s.printf("table %s%s at %s; ended counts since %s\n\n", s.Target.Table, where(s.Target), when(st.At), when(since))
+	s.printf("table %s%s (layout %d) at %s; ended counts since %s\n\n", s.Target.Table, where(s.Target), layout, when(st.At), when(since))
 	if err := table(s.Out, header, rows); err != nil {
 		return err
 	}

@@ -88,7 +88,11 @@ func timerSleep(ctx context.Context, d time.Duration) error {
 
 // Engine carries out the outbox protocols on one table.
 type Engine struct {
+	// db is the client every protocol calls: raw behind the layout check
+	// (layoutGate, layout.go); raw is called directly only to read the
+	// layout and to create a table.
 	db   DynamoDB
+	raw  DynamoDB
 	clk  clock.Clock
 	reg  *Registry
 	cfg  Config
@@ -108,6 +112,7 @@ type Engine struct {
 	tokens atomic.Uint64 // client request token counter
 	tokPre string
 
+	layout layoutState   // the table's layout, once checked (layout.go)
 	ident  identityCache // the table's identity, once read (ident.go)
 	pmap   mapCache      // the partition map, read again after MapTTL (partmap.go)
 	idRand io.Reader     // where a new table's identity comes from
@@ -123,10 +128,11 @@ func New(db DynamoDB, clk clock.Clock, reg *Registry, cfg Config, opts ...Option
 		return nil, fmt.Errorf("outbox: config: %w", err)
 	}
 	e := &Engine{
-		db: db, clk: clk, reg: reg, cfg: cfg, obs: NopObserver{}, sleep: timerSleep,
+		raw: db, clk: clk, reg: reg, cfg: cfg, obs: NopObserver{}, sleep: timerSleep,
 		boff:    Backoff{Base: cfg.RetryBase, Cap: cfg.RetryCap},
 		seqNext: map[int]int64{}, seqEnd: map[int]int64{},
 	}
+	e.db = layoutGate{db: db, e: e}
 	for _, o := range opts {
 		o(e)
 	}

@@ -132,8 +132,10 @@ func (a *Action) Label() string {
 	return keyLabel(a.Partition, a.Seq)
 }
 
-// The table's identity item (design.md §3.10): written once, when the first
-// engine that needs it finds none, and never changed.
+// The table's marker item (design.md §3.10): its layout version
+// (layout.go), written by whatever created the table, and its identity,
+// written with it by a creator that can draw it (EnsureTable) or else by the
+// first engine that needs it; never changed after.
 const (
 	pkIdentity      = "M#table"
 	skIdentity      = "M"
@@ -149,16 +151,20 @@ type tableIdentity struct {
 }
 
 // identityCache holds the table's identity once read: at most one read (and,
-// for the first engine of a fresh table, one write) per process.
+// for the first engine of a table the CDK stack created, one write) per
+// process; the read is LayoutCheck's.
 type identityCache struct {
 	mu sync.Mutex
 	id *tableIdentity
 }
 
-// identity returns the table's identity, reading it the first time and
-// creating it when the table has none. A failure is not remembered: the
-// next call tries again.
+// identity returns the table's identity, adding it to the marker when the
+// table has none yet. A failure is not remembered: the next call tries
+// again.
 func (e *Engine) identity(ctx context.Context) (*tableIdentity, error) {
+	if err := e.LayoutCheck(ctx); err != nil {
+		return nil, err
+	}
 	e.ident.mu.Lock()
 	defer e.ident.mu.Unlock()
 	if e.ident.id != nil {
@@ -169,11 +175,9 @@ func (e *Engine) identity(ctx context.Context) (*tableIdentity, error) {
 		if err != nil {
 			return nil, err
 		}
-		if id != nil {
-			e.ident.id = id
-			return id, nil
+		if id == nil {
+			id, err = e.addIdentity(ctx)
 		}
-		id, err = e.createIdentity(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +186,7 @@ func (e *Engine) identity(ctx context.Context) (*tableIdentity, error) {
 			return id, nil
 		}
 	}
-	return nil, errors.New("outbox: the table's identity item keeps disappearing")
+	return nil, errors.New("outbox: the table's identity keeps changing")
 }
 
 func (e *Engine) readIdentity(ctx context.Context) (*tableIdentity, error) {
@@ -192,20 +196,23 @@ func (e *Engine) readIdentity(ctx context.Context) (*tableIdentity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error reading the table's identity: %w", err)
 	}
-	if out.Item == nil {
-		return nil, nil
-	}
-	ck, _ := out.Item[attrCursorKey].(*types.AttributeValueMemberB)
-	if !has(out.Item, attrTableID) || ck == nil || len(ck.Value) != cursorKeyLength {
-		return nil, fmt.Errorf("outbox: the table's identity item (%s) is malformed", pkIdentity)
-	}
-	return &tableIdentity{tableID: uint64(getN(out.Item, attrTableID)), cursorKey: ck.Value}, nil
+	return identityOf(out.Item)
 }
 
-// createIdentity writes a fresh identity unless one exists (another engine
-// may be writing its own at the same moment: the first one stands). It
-// returns the identity it wrote, or nil when another was there first.
-func (e *Engine) createIdentity(ctx context.Context) (*tableIdentity, error) {
+// identityOf is the identity the marker item it holds (nil: none yet).
+func identityOf(it map[string]types.AttributeValue) (*tableIdentity, error) {
+	if !has(it, attrTableID) && !has(it, attrCursorKey) {
+		return nil, nil
+	}
+	ck, _ := it[attrCursorKey].(*types.AttributeValueMemberB)
+	if !has(it, attrTableID) || ck == nil || len(ck.Value) != cursorKeyLength {
+		return nil, fmt.Errorf("outbox: the table's identity item (%s) is malformed", pkIdentity)
+	}
+	return &tableIdentity{tableID: uint64(getN(it, attrTableID)), cursorKey: ck.Value}, nil
+}
+
+// drawIdentity draws a fresh identity from the engine's identity source.
+func (e *Engine) drawIdentity() (*tableIdentity, error) {
 	var b [5 + cursorKeyLength]byte
 	if _, err := io.ReadFull(e.idRand, b[:]); err != nil {
 		return nil, fmt.Errorf("error drawing the table's identity: %w", err)
@@ -214,11 +221,25 @@ func (e *Engine) createIdentity(ctx context.Context) (*tableIdentity, error) {
 	for _, c := range b[:5] {
 		tid = tid<<8 | uint64(c)
 	}
-	it := key(pkIdentity, skIdentity)
-	it[attrTableID] = avN(int64(tid))
-	it[attrCursorKey] = &types.AttributeValueMemberB{Value: b[5:]}
-	_, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: e.table(), Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	return &tableIdentity{tableID: tid, cursorKey: b[5:]}, nil
+}
+
+// addIdentity adds a fresh identity to a marker that has none (another
+// engine may be adding its own at the same moment: the first one stands).
+// It returns the identity it wrote, or nil when another was there first.
+func (e *Engine) addIdentity(ctx context.Context) (*tableIdentity, error) {
+	id, err := e.drawIdentity()
+	if err != nil {
+		return nil, err
+	}
+	_, err = e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: e.table(), Key: key(pkIdentity, skIdentity),
+		UpdateExpression:         aws.String("SET #t = :t, #k = :k"),
+		ConditionExpression:      aws.String("attribute_exists(#lv) AND attribute_not_exists(#t)"),
+		ExpressionAttributeNames: map[string]string{"#t": attrTableID, "#k": attrCursorKey, "#lv": attrLayout},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":t": avN(int64(id.tableID)), ":k": &types.AttributeValueMemberB{Value: id.cursorKey},
+		},
 	})
 	switch {
 	case isCondFailed(err):
@@ -226,7 +247,35 @@ func (e *Engine) createIdentity(ctx context.Context) (*tableIdentity, error) {
 	case err != nil:
 		return nil, fmt.Errorf("error writing the table's identity: %w", err)
 	}
-	return &tableIdentity{tableID: tid, cursorKey: b[5:]}, nil
+	return id, nil
+}
+
+// createMarker writes the marker item of a table this engine just created:
+// its layout and a fresh identity (condition: no marker yet). It returns
+// whether it wrote it: false when another creator's stands.
+func (e *Engine) createMarker(ctx context.Context) (bool, error) {
+	id, err := e.drawIdentity()
+	if err != nil {
+		return false, err
+	}
+	it := LayoutMarker()
+	it[attrTableID] = avN(int64(id.tableID))
+	it[attrCursorKey] = &types.AttributeValueMemberB{Value: id.cursorKey}
+	_, err = e.raw.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: e.table(), Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	})
+	switch {
+	case isCondFailed(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("error writing the marker of table %s: %w", e.cfg.Table, err)
+	}
+	// A table made again under this engine (ferry dev's in-memory
+	// DynamoDB came back empty) has a new identity: take it.
+	e.ident.mu.Lock()
+	e.ident.id = id
+	e.ident.mu.Unlock()
+	return true, nil
 }
 
 // osRandom is the default source of the table's identity: it must differ

@@ -62,12 +62,15 @@ func DueProjection() []string {
 		attrMax, attrEpoch, attrLease, attrExpires}
 }
 
-// EnsureTable creates the table, its indexes and its TTL attribute when the
-// table does not exist yet. An existing table keeps its layout, but TTL is
-// enabled on it when it is not (a run that died between CreateTable and
-// UpdateTimeToLive, or a table created by hand), so ended actions expire.
+// EnsureTable creates the table, its indexes, its TTL attribute and its
+// marker item (layout and identity, design.md §3.10) when the table does
+// not exist yet. An existing table must carry the marker of this build's
+// layout (LayoutCheck): any other is refused with a *LayoutError and
+// nothing is written to it. On an accepted table TTL is enabled when it is
+// not (a run that died between CreateTable and UpdateTimeToLive), so ended
+// actions expire.
 func (e *Engine) EnsureTable(ctx context.Context) error {
-	_, err := e.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: e.table()})
+	_, err := e.raw.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: e.table()})
 	var nf *types.ResourceNotFoundException
 	created := false
 	switch {
@@ -75,7 +78,7 @@ func (e *Engine) EnsureTable(ctx context.Context) error {
 	case !errors.As(err, &nf):
 		return fmt.Errorf("error describing table %s: %w", e.cfg.Table, err)
 	default:
-		_, err := e.db.CreateTable(ctx, TableInput(e.cfg.Table))
+		_, err := e.raw.CreateTable(ctx, TableInput(e.cfg.Table))
 		var inUse *types.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) {
 			return fmt.Errorf("error creating table %s: %w", e.cfg.Table, err)
@@ -83,11 +86,31 @@ func (e *Engine) EnsureTable(ctx context.Context) error {
 		created = err == nil
 	}
 	// A real table takes a while to become ACTIVE; wait for it.
-	w := dynamodb.NewTableExistsWaiter(describer{e.db})
+	w := dynamodb.NewTableExistsWaiter(describer{e.raw})
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: e.table()}, tableWait); err != nil {
 		return fmt.Errorf("error waiting for table %s: %w", e.cfg.Table, err)
 	}
-	_, err = e.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+	if created {
+		if created, err = e.createMarker(ctx); err != nil {
+			return err
+		}
+		e.layout.ok.Store(false) // read the marker that stands
+	}
+	if err := e.LayoutCheck(ctx); err != nil {
+		return err
+	}
+	if err := e.enableTTL(ctx); err != nil {
+		return err
+	}
+	if created {
+		return e.createPartitionMap(ctx)
+	}
+	return nil
+}
+
+// enableTTL turns TTL on the `ttl` attribute on.
+func (e *Engine) enableTTL(ctx context.Context) error {
+	_, err := e.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName:               e.table(),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(attrTTL), Enabled: aws.Bool(true)},
 	})
@@ -98,11 +121,6 @@ func (e *Engine) EnsureTable(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("error enabling TTL on %s: %w", e.cfg.Table, err)
-	}
-	if created {
-		// No older build wrote in it: its lane tails are their own items
-		// from the start (ADR 0011).
-		return e.createPartitionMap(ctx)
 	}
 	return nil
 }

@@ -132,6 +132,15 @@ func mustGet(t *testing.T, e *Engine, id string) Action {
 // defaults to "ferry".
 func newPairEngine(t testing.TB, db DynamoDB, clk clock.Clock, cfg Config) *Engine {
 	t.Helper()
+	e := newPairEngineOn(t, db, clk, cfg)
+	require.NoError(t, e.EnsureTable(context.Background()))
+	return e
+}
+
+// newPairEngineOn builds an engine with the pair adapter on a table it
+// does not create.
+func newPairEngineOn(t testing.TB, db DynamoDB, clk clock.Clock, cfg Config) *Engine {
+	t.Helper()
 	reg := NewRegistry()
 	require.NoError(t, reg.Register(pairAdapter{}))
 	if cfg.Table == "" {
@@ -139,6 +148,5 @@ func newPairEngine(t testing.TB, db DynamoDB, clk clock.Clock, cfg Config) *Engi
 	}
 	e, err := New(db, clk, reg, cfg)
 	require.NoError(t, err)
-	require.NoError(t, e.EnsureTable(context.Background()))
 	return e
 }
