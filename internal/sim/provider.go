@@ -19,18 +19,20 @@ const (
 	kindFuture = "next"   // known to no build of the run
 )
 
-// registry builds the kinds of one build: old lacks kindAMO and the hook
-// variant v2; future has kindFuture alone.
-func (w *world) registry(old, future bool) *outbox.Registry {
+// registry builds the kinds of one build, and returns its adapters too:
+// old lacks kindAMO and the hook variant v2; future has kindFuture alone.
+func (w *world) registry(old, future bool) (*outbox.Registry, []outbox.Adapter) {
 	reg := outbox.NewRegistry()
+	var all []outbox.Adapter
 	add := func(a outbox.Adapter) {
 		if err := reg.Register(a); err != nil {
 			panic(err)
 		}
+		all = append(all, a)
 	}
 	if future {
 		add(&adapter{w: w, spec: outbox.KindSpec{Name: kindFuture, Class: outbox.IdempotentReceiver}})
-		return reg
+		return reg, all
 	}
 	add(&rbAdapter{adapter{w: w, spec: outbox.KindSpec{Name: kindRB, Class: outbox.ReadBack}}})
 	vars := []string{"v1", "v2"}
@@ -41,7 +43,7 @@ func (w *world) registry(old, future bool) *outbox.Registry {
 	if !old {
 		add(&adapter{w: w, spec: outbox.KindSpec{Name: kindAMO, Class: outbox.AtMostOnce}})
 	}
-	return reg
+	return reg, all
 }
 
 // adapter is a simulated provider: it records every call and answers what

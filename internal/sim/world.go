@@ -99,6 +99,11 @@ type Options struct {
 	// live change (docs/deploy.md: drain first; ADR 0011, proposed):
 	// TestRepartitionIsCaughtByTheCheckers shows what the checkers find.
 	Repartition bool
+	// OtherBuild, when set, runs the older build's host (old1) on another
+	// build's engine (otherbuild.go): the previous release's, generated
+	// from its source, beside this build's on the other hosts (design.md
+	// §15). That host keeps the older build's kinds.
+	OtherBuild OtherBuild
 }
 
 // Violation is one broken invariant.
@@ -164,8 +169,10 @@ type host struct {
 	old   bool // the older build
 	skew  time.Duration
 	clk   clock.Offset
-	eng   *outbox.Engine
+	eng   Engine
 	reg   *outbox.Registry
+	// adapters are reg's, for another build's registry (Options.OtherBuild).
+	adapters []outbox.Adapter
 }
 
 func (h *host) now() time.Time { return h.clk.Now() }
@@ -360,10 +367,11 @@ func newWorld(opt Options) *world {
 			skew = -4 * w.cfg.ClockSkew
 		}
 		h := &host{name: n, old: i == 3, skew: skew, clk: clock.Offset{Base: w.clk, Skew: skew}}
-		h.reg = w.registry(h.old && opt.Broken&BreakOldBuildKnowsAll == 0, false)
+		h.reg, h.adapters = w.registry(h.old && opt.Broken&BreakOldBuildKnowsAll == 0, false)
 		w.hosts = append(w.hosts, h)
 	}
-	w.future = &host{name: "next", clk: clock.Offset{Base: w.clk}, reg: w.registry(false, true)}
+	w.future = &host{name: "next", clk: clock.Offset{Base: w.clk}}
+	w.future.reg, w.future.adapters = w.registry(false, true)
 	w.parts = w.cfg.Partitions
 	for i, h := range append(append([]*host(nil), w.hosts...), w.future) {
 		h.idx = i
@@ -387,9 +395,15 @@ func (w *world) build(h *host, parts int) {
 	if h.gen > 0 {
 		src = rand.NewPCG(w.opt.Seed+uint64(h.idx)+1, 77+uint64(h.gen))
 	}
-	// No wait between an enqueue's refused tries: steps are atomic, and a
-	// wait would only spend wall time.
-	eng, err := outbox.New(w.wrap, h.clk, h.reg, cfg, outbox.WithRand(rand.New(src)), outbox.WithSleeper(noSleep))
+	var eng Engine
+	var err error
+	if h.old && w.opt.OtherBuild != nil {
+		eng, err = w.opt.OtherBuild(w.wrap, h.clk, h.adapters, cfg, rand.New(src))
+	} else {
+		// No wait between an enqueue's refused tries: steps are atomic, and
+		// a wait would only spend wall time.
+		eng, err = outbox.New(w.wrap, h.clk, h.reg, cfg, outbox.WithRand(rand.New(src)), outbox.WithSleeper(noSleep))
+	}
 	if err != nil {
 		panic(fmt.Sprintf("sim: engine: %v", err))
 	}
