@@ -273,17 +273,18 @@ func (e *Engine) seal(ctx context.Context, p int, seq int64) error {
 }
 
 // eraseIdemRecord erases an idempotency record found through the subject
-// index. A written-first record whose action was not yet written (or was
-// written after the index was read) leaves its slot sealed, or the action
-// found there erased too, so that nothing of the subject can appear after
-// the erasure.
+// index, and first the action it names, so that an erasure failing between
+// the two leaves the key naming its action (invariant 6). A written-first
+// record (design.md §4.2) may name an action not written yet, or written
+// after the index was read: its slot is sealed, or the action found there
+// erased, before the record goes, so that nothing of the subject can appear
+// after the erasure.
 func (e *Engine) eraseIdemRecord(ctx context.Context, pk, sk string) error {
 	// A record kept in its action's transaction (laned, batch, library
-	// mode) or an ended one names an action of the same subject. A lagging
-	// subject index can show the record without the action: erase the
-	// action too, and before the record, or an erasure failing between the
-	// two would leave the key free while its action is there (invariant 6:
-	// a resend made a second action, simulator seed 1720).
+	// mode) or an ended one names an action of the same subject; a lagging
+	// subject index can show the record without the action (a resend made
+	// a second action after a failure between the two: simulator seeds
+	// 1720 and, for a written-first record whose action was written, 965).
 	cur, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: e.table(), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return fmt.Errorf("error reading idempotency record: %w", err)
@@ -291,12 +292,14 @@ func (e *Engine) eraseIdemRecord(ctx context.Context, pk, sk string) error {
 	if len(cur.Item) == 0 {
 		return nil
 	}
-	erased := ""
-	if _, pending := pendingFromRecord(cur.Item); !pending {
-		erased = getS(cur.Item, attrID)
-		if err := e.eraseRecordAction(ctx, erased); err != nil {
-			return err
-		}
+	erased := getS(cur.Item, attrID)
+	if a, pending := pendingFromRecord(cur.Item); pending {
+		err = e.sealOrErase(ctx, &a)
+	} else {
+		err = e.eraseRecordAction(ctx, erased)
+	}
+	if err != nil {
+		return err
 	}
 	out, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: e.table(), Key: key(pk, sk), ReturnValues: types.ReturnValueAllOld,
@@ -304,30 +307,30 @@ func (e *Engine) eraseIdemRecord(ctx context.Context, pk, sk string) error {
 	if err != nil {
 		return fmt.Errorf("error erasing idempotency record: %w", err)
 	}
-	a, ok := pendingFromRecord(out.Attributes)
-	if !ok {
-		// Its action erased above, unless the record changed since it was
-		// read (a pending record that was finished in between).
-		if id := getS(out.Attributes, attrID); id != erased {
-			return e.eraseRecordAction(ctx, id)
-		}
-		return nil
+	// The record changed since it was read (the key abandoned and used
+	// again in between): erase the action it named then too.
+	if id := getS(out.Attributes, attrID); id != erased {
+		return e.eraseRecordAction(ctx, id)
 	}
-	err = e.seal(ctx, a.Partition, a.Seq)
+	return nil
+}
+
+// sealOrErase seals the slot of a, the action of a written-first record,
+// or, when the action is there, erases it.
+func (e *Engine) sealOrErase(ctx context.Context, a *Action) error {
+	err := e.seal(ctx, a.Partition, a.Seq)
 	if err == nil || !isCondFailed(err) {
 		return err
 	}
-	got, err := e.slotHolder(ctx, &a)
+	got, err := e.slotHolder(ctx, a)
 	if err != nil || got == nil {
 		if errors.Is(err, errSealed) {
 			return nil
 		}
 		return err
 	}
-	if _, err := e.eraseRow(ctx, partitionPK(a.Partition), actionSK(a.Seq)); err != nil {
-		return err
-	}
-	return nil
+	_, err = e.eraseRow(ctx, partitionPK(a.Partition), actionSK(a.Seq))
+	return err
 }
 
 // eraseRecordAction erases the action an erased idempotency record named,

@@ -27,6 +27,7 @@ var regressions = []struct {
 	{5923, 1000, "engine: as 5784"},
 	{6226, 1000, "engine: as 5784"},
 	{7526, 1000, "sim: the idempotent-duplicates check took a row past its TTL (DynamoDB's TTL days late) as retained after its key was rightly reused; it now judges retention as the idempotency check does"},
+	{965, 1000, "engine: an erasure deleted a written-first idempotency record (still carrying its live action's copy) before it sealed or erased the action's slot; the slot's read failed, the key was free beside the live action and a resend made a second one (fixed: the slot first, idemfirst.go eraseIdemRecord; storetest FailedErasureKeepsTheKeyOfAWrittenFirstAction)"},
 	{1199, 500, "engine: a drainer died between the idempotency record's TTL write and its end; the record expired while its action lived on (reclaimed, 13 h) and a resend made a second action (fixed: the record gets its TTL only after the end landed, design.md §3.5)"},
 	{260, 1000, "engine: a claim transaction landed, its answer was lost, and its retry came after the token's 10 minutes and was refused; the claim took it for refused and its fence release removed the action's in-flight entry: EXECUTING, out of the due index and the map (fixed: transact reports such a refusal as an unknown outcome, the claim reads back)"},
 	{1024, 500, "engine: a lane member ended out of order was deleted by retention while an earlier member was live; the chain ended there and its successor started (design.md §7.3; fixed: successor relink)"},

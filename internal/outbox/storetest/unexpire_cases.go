@@ -152,3 +152,30 @@ var _ = register("FailedErasureKeepsTheKeyOfItsAction", func(ctx context.Context
 	fresh := tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "k", LaneKey: "L", SubjectID: "alice"})
 	require.NotEqual(t, first.ID, fresh.ID)
 })
+
+// The same for a keyed action outside a lane, whose record was written
+// first (design.md §4.2) and still carries the action's copy while the
+// action lives: the erasure deleted that record before it sealed or erased
+// the action's slot, so a failure there left the key free beside the live
+// action and a resend made a second one (invariant 6; simulator seed 965
+// with 1,000 steps on the layout-version branch).
+var _ = register("FailedErasureKeepsTheKeyOfAWrittenFirstAction", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	first := tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "k", SubjectID: "alice"})
+	require.Contains(t, tb.record(t, "ws", "k"), "pl", "written first: the record carries the action's copy while it lives")
+	f := &faultyDB{DynamoDB: tb.b.DB}
+	f.crashFrom(func(op string, k map[string]types.AttributeValue) bool {
+		return strings.HasPrefix(str(k, "sk"), "A#")
+	})
+	dying, err := outbox.New(lagSubjectActions{f}, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
+	require.NoError(t, err)
+	_, err = dying.EraseSubject(ctx, "ws", "alice")
+	require.Error(t, err, "the erasure's process died at the action's slot")
+	again := tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "k", SubjectID: "alice"})
+	require.Equal(t, first.ID, again.ID, "the key still names its action after the failed erasure")
+	n, err := tb.settled().EraseSubject(ctx, "ws", "alice")
+	require.NoError(t, err)
+	require.Positive(t, n)
+	fresh := tb.enqueue(t, outbox.EnqueueParams{IdempotencyKey: "k", SubjectID: "alice"})
+	require.NotEqual(t, first.ID, fresh.ID)
+})
