@@ -196,6 +196,9 @@ func (s *Stack) serveDynamoDB(ctx context.Context, tmpl *Template) error {
 			return err
 		}
 	}
+	if err := checkLayout(ctx, s.db, tmpl.Table.Name); err != nil {
+		return err
+	}
 	d, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tmpl.Table.Name)})
 	if err != nil {
 		return err
@@ -218,6 +221,18 @@ func (s *Stack) serveDynamoDB(ctx context.Context, tmpl *Template) error {
 	}
 	s.serve(s.ddbLn, s.gate)
 	return nil
+}
+
+// checkLayout refuses, before any function or the console starts, a table
+// the template left without this build's layout marker (no marker
+// resource, or one of another layout version: design.md §3.10), as every
+// function would at its cold start. It only reads.
+func checkLayout(ctx context.Context, db *ddblocal.DB, table string) error {
+	e, err := outbox.New(db, clock.System{}, outbox.NewRegistry(), outbox.Config{Table: table})
+	if err != nil {
+		return err
+	}
+	return e.LayoutCheck(ctx)
 }
 
 // customPut makes a custom resource's PutItem in db, as CloudFormation's

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/internal/outbox"
 )
 
 // The stack tests run what `make local` runs: this machine's bootstraps of
@@ -420,35 +422,89 @@ func BenchmarkLocalStackDelivery(b *testing.B) {
 	}
 }
 
-// TestLocalStackWithoutTheMarkerRefuses: the stack's custom resource writes
+// TestLocalStackRefusesOtherLayouts: the stack's custom resource writes
 // the table's layout marker (infra/marker.go) and ferry local makes its
-// PutItem after the table, as CloudFormation would: in a copy of the
-// template without it, the table has no marker and the enqueue function
-// refuses to start, as it would on AWS (design.md §3.10).
-func TestLocalStackWithoutTheMarkerRefuses(t *testing.T) {
-	raw, err := os.ReadFile(testTemplate)
-	require.NoError(t, err)
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal(raw, &doc))
-	removed := 0
-	for id, r := range doc["Resources"].(map[string]any) {
-		if r.(map[string]any)["Type"] == "Custom::FerryTableMarker" {
-			delete(doc["Resources"].(map[string]any), id)
-			removed++
-		}
-	}
-	require.Equal(t, 1, removed)
-	path := filepath.Join(t.TempDir(), "Ferry.template.json")
-	raw, err = json.Marshal(doc)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, raw, 0o644))
+// PutItem after the table, as CloudFormation would. A template without it
+// (the table has no marker: not a Ferry table) or whose marker is of
+// another layout (a newer build's template) is refused before any
+// function or the console starts, naming the table, both versions and the
+// docs section (design.md §3.10); each function's own refusal at its cold
+// start is emulatortest's RefusesOtherLayouts.
+func TestLocalStackRefusesOtherLayouts(t *testing.T) {
 	tmpl, err := ReadTemplate(testTemplate, DefaultLocal)
 	require.NoError(t, err)
 	require.Len(t, tmpl.Table.Puts, 1, "the deployed template writes the marker")
+	lv := fmt.Sprintf(`"lv":{"N":"%d"}`, outbox.Layout)
+	require.Contains(t, string(tmpl.Table.Puts[0].Input), lv)
 
-	b := startStack(t, path, nil)
-	status, out := b.api(t, http.MethodPost, "/v1/actions", `{"kind":"webhook","payload":{"url":"https://example.com/hook"}}`)
-	require.NotEqual(t, http.StatusCreated, status, "%v", out)
-	require.Eventually(t, func() bool { return strings.Contains(b.out.String(), "table ferry is not a Ferry table") }, 10*time.Second, 50*time.Millisecond,
-		"the enqueue function refused to start")
+	for _, c := range []struct {
+		name string
+		edit func(id string, r map[string]any, doc map[string]any) int
+		want string
+	}{
+		{"NoMarker", func(id string, _ map[string]any, doc map[string]any) int {
+			delete(doc, id)
+			return 1
+		}, "table ferry is not a Ferry table"},
+		{"Newer", func(_ string, r map[string]any, _ map[string]any) int {
+			return replaceStrings(r, lv, fmt.Sprintf(`"lv":{"N":"%d"}`, outbox.Layout+1))
+		}, fmt.Sprintf("table ferry has layout %d, newer than layout %d", outbox.Layout+1, outbox.Layout)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw, err := os.ReadFile(testTemplate)
+			require.NoError(t, err)
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal(raw, &doc))
+			resources := doc["Resources"].(map[string]any)
+			edited := 0
+			for id, r := range resources {
+				if r.(map[string]any)["Type"] == "Custom::FerryTableMarker" {
+					edited += c.edit(id, r.(map[string]any), resources)
+				}
+			}
+			require.NotZero(t, edited, "the marker resource edited")
+			path := filepath.Join(t.TempDir(), "Ferry.template.json")
+			raw, err = json.Marshal(doc)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(path, raw, 0o644))
+
+			out := &syncBuffer{}
+			s, err := Start(context.Background(), Config{
+				Template: path, BinDir: testBin, RIE: os.Getenv("LAMBDA_RIE"), Addr: "127.0.0.1:0",
+				MailDir: t.TempDir(), WebhookSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+				LogDir: filepath.Join(t.TempDir(), "logs"), Out: out, LogOut: out,
+			})
+			require.Nil(t, s)
+			require.ErrorIs(t, err, outbox.ErrLayout)
+			require.ErrorContains(t, err, c.want)
+			require.ErrorContains(t, err, outbox.LayoutDocs)
+		})
+	}
+}
+
+// replaceStrings replaces old with repl in every string under v (a decoded
+// JSON document) and returns how many strings changed.
+func replaceStrings(v any, old, repl string) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && strings.Contains(s, old) {
+				v[k] = strings.ReplaceAll(s, old, repl)
+				n++
+				continue
+			}
+			n += replaceStrings(x, old, repl)
+		}
+	case []any:
+		for i, x := range v {
+			if s, ok := x.(string); ok && strings.Contains(s, old) {
+				v[i] = strings.ReplaceAll(s, old, repl)
+				n++
+				continue
+			}
+			n += replaceStrings(x, old, repl)
+		}
+	}
+	return n
 }
