@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -70,7 +71,11 @@ func run(t *testing.T, args ...string) (string, int) {
 	root.SetErr(&out)
 	root.SetIn(strings.NewReader(""))
 	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
+	// A command that serves (console, dev) and is not refused stops here
+	// instead of running until the test's deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
 	if err != nil {
 		out.WriteString(err.Error())
 	}
@@ -84,8 +89,8 @@ func scanAll(t *testing.T, db *ddblocal.DB, table string) []map[string]types.Att
 	return out.Items
 }
 
-// TestCommandsRefuseOtherLayouts: every operator command, `ferry table
-// create` and `ferry dev` refuse a table that is not a Ferry table, has no
+// TestCommandsRefuseOtherLayouts: every operator command (`ferry console`
+// too, read-only or not), `ferry table create` and `ferry dev` refuse a table that is not a Ferry table, has no
 // layout version, or an older or newer one, with a message naming the
 // table, both versions and the docs section, and write nothing to it
 // (issue 28 item 7: `ferry partitions --set 8 --yes --table users` wrote
@@ -112,6 +117,8 @@ func TestCommandsRefuseOtherLayouts(t *testing.T) {
 		{"actions", "cancel", "01m8kjt9g0bvpgyzgh00b1", "--yes"},
 		{"actions", "admit", "01m8kjt9g0bvpgyzgh00b1", "--yes"},
 		{"subjects", "erase", "acct", "--yes"},
+		{"console", "--addr", "127.0.0.1:0"},
+		{"console", "--addr", "127.0.0.1:0", "--allow-changes"},
 	}
 	for table, msgs := range want {
 		before := scanAll(t, db, table)
@@ -119,6 +126,7 @@ func TestCommandsRefuseOtherLayouts(t *testing.T) {
 			args := append(append([]string{}, c...), "--dynamodb-endpoint", endpoint, "--table", table, "--region", "us-east-1")
 			out, code := run(t, args...)
 			require.Equal(t, operator.ExitLayout, code, "%v on %s: %s", c, table, out)
+			require.NotContains(t, out, "login?token=", "%v on %s: the console served", c, table)
 			for _, m := range append(msgs, outbox.LayoutDocs) {
 				require.Contains(t, out, m, "%v on %s", c, table)
 			}

@@ -4,6 +4,7 @@ package emulatortest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -497,34 +498,50 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 		fake.mu.Unlock()
 	})
 
-	// A function refuses to start on a table that is not a Ferry table, or
-	// is of another layout (design.md §3.10), naming it; the emulator
-	// answers the invocation with the init failure.
+	// Each function refuses to start on a table that is not a Ferry table,
+	// or is of another layout (design.md §3.10), naming it, both versions
+	// and the docs; the emulator answers the invocation with the init
+	// failure, and nothing is written to the table. Every function meets
+	// one of the four refusals (each refusal is met by every function
+	// through the same coldstart check: coldstart TestTableCheck).
 	t.Run("RefusesOtherLayouts", func(t *testing.T) {
 		db := devstack.RemoteDynamoDB(ddbURL)
-		marker := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "M#table"},
-			"sk": &ddbtypes.AttributeValueMemberS{Value: "M"}, "lv": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(outbox.Layout + 1)}}
-		for _, c := range []struct{ fn, table, want string }{
-			{"reaper", "plain", "table plain is not a Ferry table"},
-			{"enqueue", "newer", fmt.Sprintf("table newer has layout %d, newer than layout %d", outbox.Layout+1, outbox.Layout)},
+		marker := func(lv string) map[string]ddbtypes.AttributeValue {
+			it := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "M#table"},
+				"sk": &ddbtypes.AttributeValueMemberS{Value: "M"}}
+			if lv != "" {
+				it["lv"] = &ddbtypes.AttributeValueMemberN{Value: lv}
+			}
+			return it
+		}
+		for _, c := range []struct {
+			fn, table string
+			marker    map[string]ddbtypes.AttributeValue // nil: no marker at all
+			want      string
+		}{
+			{"reaper", "plain", nil, "table plain is not a Ferry table"},
+			{"enqueue", "newer", marker(fmt.Sprint(outbox.Layout + 1)), fmt.Sprintf("table newer has layout %d, newer than layout %d", outbox.Layout+1, outbox.Layout)},
+			{"drainer", "older", marker(fmt.Sprint(outbox.Layout - 1)), fmt.Sprintf("table older has layout %d, older than layout %d", outbox.Layout-1, outbox.Layout)},
+			{"retention", "unversioned", marker(""), "table unversioned has no layout version"},
+			{"sesevents", "plain2", nil, "table plain2 is not a Ferry table"},
 		} {
 			_, err := db.CreateTable(ctx, outbox.TableInput(c.table))
 			require.NoError(t, err)
 			require.NoError(t, dynamodb.NewTableExistsWaiter(db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(c.table)}, time.Minute))
-			if c.table == "newer" {
-				_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: marker})
+			if c.marker != nil {
+				_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: c.marker})
 				require.NoError(t, err)
 			}
+			before, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(c.table)})
+			require.NoError(t, err)
 			out := &syncBuffer{}
 			addr := freeAddr(t)
 			fenv := append(append([]string{}, env...), "AWS_LAMBDA_FUNCTION_NAME=ferry-"+c.fn, "FERRY_TABLE="+c.table)
 			start(t, fenv, out, rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", freeAddr(t),
 				filepath.Join(bin, c.fn, "bootstrap"))
 			waitListening(t, addr)
-			event := readEvent(t, root, "eventbridge-schedule.json")
-			if c.fn == "enqueue" {
-				event = readEvent(t, root, "apigw-healthz.json")
-			}
+			name := map[string]string{"enqueue": "apigw-healthz.json", "drainer": "dynamodb-stream.json", "sesevents": "ses-delivery.json"}[c.fn]
+			event := readEvent(t, root, cmp.Or(name, "eventbridge-schedule.json"))
 			resp, err := http.Post("http://"+addr+"/2015-03-31/functions/function/invocations", "application/json", bytes.NewReader(event))
 			require.NoError(t, err)
 			body, _ := io.ReadAll(resp.Body)
@@ -536,9 +553,9 @@ func TestFunctionsUnderTheEmulator(t *testing.T) {
 				return strings.Contains(out.String(), c.fn+": refusing to start") && strings.Contains(out.String(), c.want)
 			}, 5*time.Second, 20*time.Millisecond, "%s on %s: %s", c.fn, c.table, out.String())
 			require.Contains(t, out.String(), outbox.LayoutDocs)
-			items, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(c.table)})
+			after, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(c.table)})
 			require.NoError(t, err)
-			require.LessOrEqual(t, len(items.Items), 1, "nothing written to %s", c.table)
+			require.Equal(t, before.Items, after.Items, "nothing written to %s", c.table)
 		}
 	})
 
