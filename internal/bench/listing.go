@@ -3,11 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ferryhq/ferry/internal/clock"
 	"github.com/ferryhq/ferry/internal/ddblocal"
@@ -33,100 +29,71 @@ const ListingOthers = 3000
 // Listings measures the first page of 50 of a workspace of 100 actions
 // among ListingOthers of another workspace, all delivered: the API's
 // listing (`GET /v1/actions?workspace_id=`, ActionList) and the operator's
-// (`ferry actions list --workspace`, ActionFind), on a table with the
-// workspace index and on one without it (the scan every listing was before
-// the index, design.md §3.11).
+// (`ferry actions list --workspace`, ActionFind), both through the
+// workspace index (design.md §3.11).
 func Listings(ctx context.Context, o CostOptions) ([]ListingCost, error) {
 	o = o.withDefaults()
 	var out []ListingCost
-	for _, withIndex := range []bool{false, true} {
-		db := ddblocal.New(ddblocal.WithClock(clock.NewManual(Start)))
-		in := outbox.TableInput(table)
-		if !withIndex {
-			withoutIndex(in, outbox.IndexWorkspace)
+	db := ddblocal.New(ddblocal.WithClock(clock.NewManual(Start)))
+	m := newMeter(db)
+	e, err := newEnv(ctx, envOpts{sharedDB: db, sharedM: m, sharedCC: &conflictCounter{DynamoDB: m}, sharedPrv: newProvider(clock.NewManual(Start))})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.eng.EnsureTable(ctx); err != nil {
+		return nil, err
+	}
+	pl := payload(o.Payload)
+	every := ListingOthers/100 + 1 // the listed workspace's 100, spread over the table
+	for i := 0; i < ListingOthers+100; i++ {
+		ws := "other-tenant"
+		if i%every == every-1 {
+			ws = "listed"
 		}
-		if _, err := db.CreateTable(ctx, in); err != nil {
+		if _, err := e.eng.Enqueue(ctx, outbox.EnqueueParams{Kind: KindWebhook, WorkspaceID: ws, Payload: pl}); err != nil {
 			return nil, err
 		}
-		m := newMeter(db)
-		e, err := newEnv(ctx, envOpts{sharedDB: db, sharedM: m, sharedCC: &conflictCounter{DynamoDB: m}, sharedPrv: newProvider(clock.NewManual(Start))})
-		if err != nil {
-			return nil, err
-		}
-		if err := e.eng.EnsureTable(ctx); err != nil {
-			return nil, err
-		}
-		pl := payload(o.Payload)
-		every := ListingOthers/100 + 1 // the listed workspace's 100, spread over the table
-		for i := 0; i < ListingOthers+100; i++ {
-			ws := "other-tenant"
-			if i%every == every-1 {
-				ws = "listed"
-			}
-			if _, err := e.eng.Enqueue(ctx, outbox.EnqueueParams{Kind: KindWebhook, WorkspaceID: ws, Payload: pl}); err != nil {
+		e.advance(time.Millisecond)
+		if (i+1)%200 == 0 {
+			if err := e.sweepUntilIdle(ctx); err != nil {
 				return nil, err
 			}
-			e.advance(time.Millisecond)
-			if (i+1)%200 == 0 {
-				if err := e.sweepUntilIdle(ctx); err != nil {
-					return nil, err
-				}
-			}
 		}
-		if err := e.sweepUntilIdle(ctx); err != nil {
-			return nil, err
-		}
-		how := "Scan (a table without the workspace index)"
-		if withIndex {
-			how = "workspace index + BatchGetItem"
-		}
-		for _, l := range []struct {
-			name string
-			run  func() (int, error)
-		}{
-			{"`GET /v1/actions?workspace_id=` (ActionList)", func() (int, error) {
-				r, err := e.eng.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "listed", Limit: 50})
-				if err != nil {
-					return 0, err
-				}
-				return len(r.Actions), nil
-			}},
-			{"`ferry actions list --workspace` (ActionFind)", func() (int, error) {
-				r, err := e.eng.ActionFind(ctx, outbox.ActionFindParams{WorkspaceID: "listed", Limit: 50})
-				if err != nil {
-					return 0, err
-				}
-				return len(r.Actions), nil
-			}},
-		} {
-			db.ResetCapacity()
-			n, err := l.run()
+	}
+	if err := e.sweepUntilIdle(ctx); err != nil {
+		return nil, err
+	}
+	how := "workspace index + BatchGetItem"
+	for _, l := range []struct {
+		name string
+		run  func() (int, error)
+	}{
+		{"`GET /v1/actions?workspace_id=` (ActionList)", func() (int, error) {
+			r, err := e.eng.ActionList(ctx, outbox.ActionListParams{WorkspaceID: "listed", Limit: 50})
 			if err != nil {
-				return nil, fmt.Errorf("listing %s: %w", l.name, err)
+				return 0, err
 			}
-			st := db.Capacity(table)
-			var calls int64
-			for _, k := range st.Calls {
-				calls += k
+			return len(r.Actions), nil
+		}},
+		{"`ferry actions list --workspace` (ActionFind)", func() (int, error) {
+			r, err := e.eng.ActionFind(ctx, outbox.ActionFindParams{WorkspaceID: "listed", Limit: 50})
+			if err != nil {
+				return 0, err
 			}
-			out = append(out, ListingCost{Listing: l.name + ", " + how, Others: ListingOthers, Own: 100, Page: n, RRU: st.TotalReadUnits(), Calls: calls})
+			return len(r.Actions), nil
+		}},
+	} {
+		db.ResetCapacity()
+		n, err := l.run()
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", l.name, err)
 		}
+		st := db.Capacity(table)
+		var calls int64
+		for _, k := range st.Calls {
+			calls += k
+		}
+		out = append(out, ListingCost{Listing: l.name + ", " + how, Others: ListingOthers, Own: 100, Page: n, RRU: st.TotalReadUnits(), Calls: calls})
 	}
 	return out, nil
-}
-
-// withoutIndex drops a global secondary index from a table's definition,
-// and the attribute definitions only it used.
-func withoutIndex(in *dynamodb.CreateTableInput, name string) {
-	used := map[string]bool{}
-	for _, k := range in.KeySchema {
-		used[*k.AttributeName] = true
-	}
-	in.GlobalSecondaryIndexes = slices.DeleteFunc(in.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndex) bool { return *g.IndexName == name })
-	for _, g := range in.GlobalSecondaryIndexes {
-		for _, k := range g.KeySchema {
-			used[*k.AttributeName] = true
-		}
-	}
-	in.AttributeDefinitions = slices.DeleteFunc(in.AttributeDefinitions, func(a types.AttributeDefinition) bool { return !used[*a.AttributeName] })
 }
