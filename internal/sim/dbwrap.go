@@ -21,7 +21,7 @@ type simDB struct {
 	db *ddblocal.DB
 }
 
-func (d *simDB) enter(ctx context.Context, op, what string) (*proc, error) {
+func (d *simDB) enter(ctx context.Context, op, what string, in any) (*proc, error) {
 	p := procOf(ctx)
 	if p == nil {
 		panic("sim: a DynamoDB call without a process")
@@ -38,6 +38,9 @@ func (d *simDB) enter(ctx context.Context, op, what string) (*proc, error) {
 		}
 		p.calls++
 	}
+	if d.w.ex != nil {
+		d.w.ex.pending(p, op, in)
+	}
 	p.yield(op + " " + what)
 	if p.killed {
 		return p, errKilled
@@ -46,8 +49,11 @@ func (d *simDB) enter(ctx context.Context, op, what string) (*proc, error) {
 	return p, nil
 }
 
-func (d *simDB) leave(p *proc, op string, err error) {
+func (d *simDB) leave(p *proc, op string, out any, err error) {
 	d.w.cur = nil
+	if d.w.ex != nil {
+		d.w.ex.answered(p, op, out, err)
+	}
 	if err != nil && p.co {
 		d.w.tracef(p, "  %s: %s", op, shortErr(err))
 	}
@@ -77,73 +83,74 @@ func keyName(k map[string]types.AttributeValue) string {
 }
 
 func (d *simDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	p, err := d.enter(ctx, "GetItem", keyName(in.Key))
+	p, err := d.enter(ctx, "GetItem", keyName(in.Key), in)
 	if err != nil {
 		return nil, err
 	}
 	if !aws.ToBool(in.ConsistentRead) && isTailKey(in.Key) && !d.w.checking {
 		if item, stale := d.w.stale.read(in.Key, d.w.clk.Now()); stale {
 			d.w.res.Faults["ddb.stale_tail_read"]++
-			d.leave(p, "GetItem", nil)
-			return &dynamodb.GetItemOutput{Item: item}, nil
+			out := &dynamodb.GetItemOutput{Item: item}
+			d.leave(p, "GetItem", out, nil)
+			return out, nil
 		}
 	}
 	out, err := d.db.GetItem(ctx, in, o...)
 	if err == nil && d.w.opt.Broken&BreakReaperBlind != 0 && p.kind == "reaper" && str(in.Key, "sk") == "FENCE" {
 		out.Item = nil // the in-flight map too (design.md §3.3)
 	}
-	d.leave(p, "GetItem", err)
+	d.leave(p, "GetItem", out, err)
 	return out, err
 }
 
 func (d *simDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	p, err := d.enter(ctx, "PutItem", keyName(in.Item))
+	p, err := d.enter(ctx, "PutItem", keyName(in.Item), in)
 	if err != nil {
 		return nil, err
 	}
 	if (d.w.opt.Broken&BreakDropPut != 0 && strings.HasPrefix(str(in.Item, "sk"), "A#")) ||
 		(d.w.opt.Broken&BreakNoIdempotencyRecord != 0 && str(in.Item, "sk") == "K") {
-		d.leave(p, "PutItem", nil)
+		d.leave(p, "PutItem", nil, nil)
 		return &dynamodb.PutItemOutput{}, nil
 	}
 	journal := strings.HasPrefix(str(in.Item, "sk"), "R#")
 	if d.w.opt.Broken&BreakDropJournal != 0 && journal {
-		d.leave(p, "PutItem", nil)
+		d.leave(p, "PutItem", nil, nil)
 		return &dynamodb.PutItemOutput{}, nil
 	}
 	out, err := d.db.PutItem(ctx, in, o...)
 	if err != nil && journal {
 		p.journalLost = true
 	}
-	d.leave(p, "PutItem", err)
+	d.leave(p, "PutItem", out, err)
 	return out, err
 }
 
 func (d *simDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	p, err := d.enter(ctx, "UpdateItem", keyName(in.Key)+" "+verb(in.UpdateExpression))
+	p, err := d.enter(ctx, "UpdateItem", keyName(in.Key)+" "+verb(in.UpdateExpression), in)
 	if err != nil {
 		return nil, err
 	}
 	in = d.w.breakUpdate(p, in)
 	if pk := str(in.Key, "pk"); strings.HasPrefix(pk, "K#") && strings.Contains(aws.ToString(in.UpdateExpression), "REMOVE #pl") {
 		if d.w.opt.Broken&BreakSkipRecordStrip != 0 {
-			d.leave(p, "UpdateItem", nil)
+			d.leave(p, "UpdateItem", nil, nil)
 			return &dynamodb.UpdateItemOutput{}, nil
 		}
 		p.stripTried[pk] = true
 	}
 	out, err := d.db.UpdateItem(ctx, in, o...)
-	d.leave(p, "UpdateItem", err)
+	d.leave(p, "UpdateItem", out, err)
 	return out, err
 }
 
 func (d *simDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	p, err := d.enter(ctx, "DeleteItem", keyName(in.Key))
+	p, err := d.enter(ctx, "DeleteItem", keyName(in.Key), in)
 	if err != nil {
 		return nil, err
 	}
 	out, err := d.db.DeleteItem(ctx, in, o...)
-	d.leave(p, "DeleteItem", err)
+	d.leave(p, "DeleteItem", out, err)
 	return out, err
 }
 
@@ -152,7 +159,7 @@ func (d *simDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*d
 	if in.IndexName != nil {
 		idx = *in.IndexName
 	}
-	p, err := d.enter(ctx, "Query", idx)
+	p, err := d.enter(ctx, "Query", idx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -166,22 +173,22 @@ func (d *simDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*d
 		// (partmap.go noRow) finds none.
 		out.Items, out.Count, out.LastEvaluatedKey = nil, 0, nil
 	}
-	d.leave(p, "Query", err)
+	d.leave(p, "Query", out, err)
 	return out, err
 }
 
 func (d *simDB) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	p, err := d.enter(ctx, "Scan", "")
+	p, err := d.enter(ctx, "Scan", "", in)
 	if err != nil {
 		return nil, err
 	}
 	out, err := d.db.Scan(ctx, in, o...)
-	d.leave(p, "Scan", err)
+	d.leave(p, "Scan", out, err)
 	return out, err
 }
 
 func (d *simDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	p, err := d.enter(ctx, "BatchGetItem", "")
+	p, err := d.enter(ctx, "BatchGetItem", "", in)
 	if err != nil {
 		return nil, err
 	}
@@ -192,68 +199,68 @@ func (d *simDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 		out.Responses = map[string][]map[string]types.AttributeValue{}
 		out.UnprocessedKeys = nil
 	}
-	d.leave(p, "BatchGetItem", err)
+	d.leave(p, "BatchGetItem", out, err)
 	return out, err
 }
 
 func (d *simDB) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	p, err := d.enter(ctx, "BatchWriteItem", "")
+	p, err := d.enter(ctx, "BatchWriteItem", "", in)
 	if err != nil {
 		return nil, err
 	}
 	out, err := d.db.BatchWriteItem(ctx, in, o...)
-	d.leave(p, "BatchWriteItem", err)
+	d.leave(p, "BatchWriteItem", out, err)
 	return out, err
 }
 
 func (d *simDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	p, err := d.enter(ctx, "TransactWriteItems", txWhat(in.TransactItems))
+	p, err := d.enter(ctx, "TransactWriteItems", txWhat(in.TransactItems), in)
 	if err != nil {
 		return nil, err
 	}
 	in = d.w.breakTransact(in)
 	out, err := d.db.TransactWriteItems(ctx, in, o...)
-	d.leave(p, "TransactWriteItems", err)
+	d.leave(p, "TransactWriteItems", out, err)
 	return out, err
 }
 
 func (d *simDB) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
-	p, err := d.enter(ctx, "TransactGetItems", "")
+	p, err := d.enter(ctx, "TransactGetItems", "", in)
 	if err != nil {
 		return nil, err
 	}
 	out, err := d.db.TransactGetItems(ctx, in, o...)
-	d.leave(p, "TransactGetItems", err)
+	d.leave(p, "TransactGetItems", out, err)
 	return out, err
 }
 
 func (d *simDB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	p, err := d.enter(ctx, "CreateTable", "")
+	p, err := d.enter(ctx, "CreateTable", "", in)
 	if err != nil {
 		return nil, err
 	}
 	out, err := d.db.CreateTable(ctx, in, o...)
-	d.leave(p, "CreateTable", err)
+	d.leave(p, "CreateTable", out, err)
 	return out, err
 }
 
 func (d *simDB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	p, err := d.enter(ctx, "DescribeTable", "")
+	p, err := d.enter(ctx, "DescribeTable", "", in)
 	if err != nil {
 		return nil, err
 	}
 	out, err := d.db.DescribeTable(ctx, in, o...)
-	d.leave(p, "DescribeTable", err)
+	d.leave(p, "DescribeTable", out, err)
 	return out, err
 }
 
 func (d *simDB) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
-	p, err := d.enter(ctx, "UpdateTimeToLive", "")
+	p, err := d.enter(ctx, "UpdateTimeToLive", "", in)
 	if err != nil {
 		return nil, err
 	}
 	out, err := d.db.UpdateTimeToLive(ctx, in, o...)
-	d.leave(p, "UpdateTimeToLive", err)
+	d.leave(p, "UpdateTimeToLive", out, err)
 	return out, err
 }
 

@@ -18,6 +18,9 @@ func (w *world) readFeed(p *proc) {
 	changed := false
 	for _, c := range w.db.Changes(w.cfg.Table, w.feedSeq) {
 		w.feedSeq = c.Seq + 1
+		if w.ex != nil {
+			w.ex.change(c)
+		}
 		w.observe(p, c)
 		changed = true
 	}
@@ -111,6 +114,9 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 }
 
 func (w *world) histf(r *row, p *proc, format string, args ...any) {
+	if w.silent {
+		return
+	}
 	who := "ttl"
 	if p != nil {
 		who = p.name

@@ -50,6 +50,9 @@ type proc struct {
 	stripTried map[string]bool
 	res        *outbox.DrainResult
 	err        error
+	// ex is the explorer's view of the process (explore.go; nil in a
+	// random run).
+	ex *exProcState
 }
 
 func procOf(ctx context.Context) *proc {

@@ -121,6 +121,15 @@ func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 		w.violate("nothing-lost", []string{keyID(&att.Action)}, "provider call for %s with an unknown payload", keyID(&att.Action))
 		return outbox.Result{Err: errProvider}
 	}
+	if w.ex != nil {
+		// The call's start is a step of its own when schedules are
+		// explored: it reads the lane's rows and the calls in flight.
+		w.ex.pendingProvider(p, att.Action.Partition, "start")
+		p.yield("provider start " + keyID(&att.Action))
+		if p.killed {
+			return outbox.Result{Err: errKilled}
+		}
+	}
 	now := w.clk.Now()
 	w.checkCallStart(p, t, att)
 	deadline := w.callDeadline(ctx, keyID(&att.Action), now)
@@ -146,6 +155,9 @@ func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	}
 	if !b.accept && b.name != "retry" && b.name != "defer" && b.name != "failed" && b.name != "cancelled" {
 		rec.flagged = "the provider answered " + b.name
+	}
+	if w.ex != nil {
+		w.ex.pendingProvider(p, att.Action.Partition, "end")
 	}
 	p.yield("in provider call " + keyID(&att.Action))
 	rec.inflight = false
@@ -330,6 +342,9 @@ func (a *rbAdapter) ReadBack(ctx context.Context, att *outbox.Attempt) outbox.Re
 	p := procOf(ctx)
 	if p == nil || p.killed {
 		return outbox.Result{Err: errKilled}
+	}
+	if w.ex != nil {
+		w.ex.pendingProvider(p, att.Action.Partition, "read-back")
 	}
 	p.yield("in provider read-back " + keyID(&att.Action))
 	if p.killed {

@@ -28,6 +28,9 @@ func randDur(r *rand.Rand, lo, hi time.Duration) time.Duration {
 // before or after committing, be throttled, conflict, or be slow.
 func (w *world) decide(c ddblocal.Call) ddblocal.Fault {
 	p := w.cur
+	if w.ex != nil {
+		return w.ex.decide(p, c)
+	}
 	if !w.faultsOn || w.checking || p == nil || p.kind == "setup" {
 		return ddblocal.Fault{}
 	}

@@ -224,6 +224,11 @@ type world struct {
 	feedSeq  uint64
 	stopped  bool // a violation was found
 	stale    *staleTails
+	// ex is the schedule explorer's hold on this run (explore.go; nil in
+	// a random run); silent drops the trace and row histories (the
+	// explorer replays a failing schedule with them).
+	ex     *exRun
+	silent bool
 
 	trace bytes.Buffer
 	res   *Result
@@ -420,6 +425,9 @@ func (w *world) indexLag(string, string) time.Duration {
 
 // tracef appends one line to the trace: step, time since the start, actor.
 func (w *world) tracef(p *proc, format string, args ...any) {
+	if w.silent {
+		return
+	}
 	who := "sim"
 	if p != nil {
 		who = p.name

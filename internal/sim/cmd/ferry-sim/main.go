@@ -20,7 +20,20 @@ func main() {
 	seed := flag.Uint64("seed", 0, "replay this one seed and print its trace")
 	broken := flag.Uint("broken", 0, "run a deliberately broken variant (sim.Broken bits), to see a checker fail")
 	repart := flag.Bool("repartition", false, "change the partition count mid-run: rolling deploys of new counts, up and down (sim.Options.Repartition, ADR 0011)")
+	exh := flag.Bool("exhaustive", false, "explore every schedule of small worlds within bounds (sim.Explore): a table of schedules and worlds covered")
+	worlds := flag.String("world", "", "with -exhaustive: the worlds to explore, comma separated (default all: "+strings.Join(sim.ExploreWorlds(), ", ")+")")
+	faults := flag.Int("faults", -1, "with -exhaustive: faults per schedule (crash, lost answer, conflict storm); -1: each world's own")
+	preempts := flag.Int("preemptions", -1, "with -exhaustive: preemptions per schedule; -1: each world's own")
+	limit := flag.Int("limit", 0, "with -exhaustive: stop a world after this many schedules (0: none)")
+	schedule := flag.String("schedule", "", "with -exhaustive and one -world: replay this schedule and print its trace")
 	flag.Parse()
+	if *exh {
+		opt := sim.ExploreOptions{MaxFaults: *faults, MaxPreemptions: *preempts, Limit: *limit, Broken: sim.Broken(*broken)}
+		if *worlds != "" {
+			opt.Worlds = strings.Split(*worlds, ",")
+		}
+		os.Exit(exhaustive(os.Stdout, opt, *schedule))
+	}
 	if *seed != 0 {
 		r := sim.Run(sim.Options{Seed: *seed, Steps: *steps, Broken: sim.Broken(*broken), Repartition: *repart})
 		os.Stdout.Write(r.Trace)
