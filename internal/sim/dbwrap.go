@@ -132,6 +132,7 @@ func (d *simDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 		return nil, err
 	}
 	in = d.w.breakUpdate(p, in)
+
 	if pk := str(in.Key, "pk"); strings.HasPrefix(pk, "K#") && strings.Contains(aws.ToString(in.UpdateExpression), "REMOVE #pl") {
 		if d.w.opt.Broken&BreakSkipRecordStrip != 0 {
 			d.leave(p, "UpdateItem", nil, nil)
@@ -140,6 +141,9 @@ func (d *simDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 		p.stripTried[pk] = true
 	}
 	out, err := d.db.UpdateItem(ctx, in, o...)
+	if err == nil && str(in.Key, "sk") == "FENCE" {
+		d.w.fenceSetsWritten(p, in)
+	}
 	d.leave(p, "UpdateItem", out, err)
 	return out, err
 }

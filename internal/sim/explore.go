@@ -225,6 +225,15 @@ func (e *explorer) visited(h uint64, v visit) bool {
 	return false
 }
 
+// exSetup runs a world's setup, then lets a second pass: what it enqueued
+// is due when the processes start.
+func exSetup(w *world, spec *exWorld) {
+	if spec.setup != nil {
+		spec.setup(w)
+		w.clk.Advance(time.Second)
+	}
+}
+
 // runEnd is how one schedule ended.
 type runEnd int
 
@@ -242,9 +251,7 @@ func (e *explorer) runOne(path *[]*exNode, probe bool) (runEnd, *world) {
 	x := w.ex
 	w.setup()
 	w.faultsOn = false
-	if e.spec.setup != nil {
-		e.spec.setup(w)
-	}
+	exSetup(w, e.spec)
 	x.start()
 	x.active = true
 	last, faults, preempts := -1, e.maxF, e.maxP
@@ -493,13 +500,23 @@ func ReplaySchedule(world string, broken Broken, schedule string) *Result {
 	x := w.ex
 	w.setup()
 	w.faultsOn = false
-	if spec.setup != nil {
-		spec.setup(w)
-	}
+	exSetup(w, spec)
 	x.start()
 	x.active = true
-	for i, a := range alts {
-		if w.stopped {
+	last := -1
+	for i := 0; !w.stopped; i++ {
+		var a exAlt
+		switch en := x.enabled(); {
+		case i < len(alts):
+			a = alts[i]
+		case len(en) == 0:
+		case last >= 0 && !x.procs[last].done:
+			// Past the schedule given: each process on to its end, in order.
+			a = exAlt{proc: last}
+		default:
+			a = exAlt{proc: en[0]}
+		}
+		if len(x.enabled()) == 0 {
 			break
 		}
 		if a.proc >= len(x.procs) || x.procs[a.proc].done {
@@ -509,6 +526,7 @@ func ReplaySchedule(world string, broken Broken, schedule string) *Result {
 		w.step = i + 1
 		w.tracef(nil, "schedule step %d: %s (%s) %s", i, a, x.procs[a.proc].name, x.procs[a.proc].ex.op)
 		x.apply(a)
+		last = a.proc
 	}
 	x.finish(len(x.enabled()) == 0)
 	w.tally()

@@ -76,6 +76,7 @@ func newExploreWorld(spec *exWorld, broken Broken, silent bool) *world {
 	w.wrap = &simDB{w: w, db: w.db}
 	w.parts = w.cfg.Partitions
 	for _, h := range append(append([]*host(nil), w.hosts...), w.future) {
+		h.skew, h.clk = 0, clock.Offset{Base: w.clk}
 		w.build(h, w.cfg.Partitions)
 	}
 	w.ex = &exRun{w: w, spec: spec, keyH: map[string]uint64{}}
@@ -129,6 +130,10 @@ func (x *exRun) pending(p *proc, op string, in any) {
 		return
 	}
 	p.ex.op, p.ex.acc = op, accessOf(op, in)
+	if p.kind == "drainer" {
+		// A provider call may start right after it (see alternatives).
+		p.ex.acc = p.ex.acc.add("prov", true)
+	}
 	switch op {
 	case "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem":
 		p.ex.write = true
@@ -215,22 +220,15 @@ func (x *exRun) enabled() []int {
 // first (no preemption).
 func (x *exRun) alternatives(last int) []exAlt {
 	en := x.enabled()
-	// The clock does not move between a write fence and the provider
-	// call it opens: the call's deadline is a real timer the engine set
-	// from its clock just before (a paused process finds it run out),
-	// which a simulated clock cannot model.
-	starting := false
+	// A provider call starts right after the step before it (the write
+	// fence, the claim, a row read): nothing else runs in between, as in a
+	// random run, where an erasure after the fence cannot recall the call
+	// (design.md §10) and the call's deadline is a real timer set from the
+	// engine's clock just before. The process may only die there.
 	for _, i := range en {
-		starting = starting || x.procs[i].ex.op == "provider start"
-	}
-	if starting {
-		kept := en[:0]
-		for _, i := range en {
-			if x.procs[i].co {
-				kept = append(kept, i)
-			}
+		if x.procs[i].ex.op == "provider start" {
+			return []exAlt{{i, exNone}, {i, exCrash}}
 		}
-		en = kept
 	}
 	var out []exAlt
 	for _, i := range en {
@@ -248,7 +246,12 @@ func (x *exRun) alternatives(last int) []exAlt {
 		if !p.co {
 			continue // a clock step
 		}
-		out = append(out, exAlt{i, exCrash})
+		// A crash before a read leaves the world as a crash before the
+		// process's next write or provider step does (a read changes
+		// nothing): only those are offered.
+		if p.ex.write || strings.HasPrefix(p.ex.op, "provider") {
+			out = append(out, exAlt{i, exCrash})
+		}
 		if p.ex.write && !strings.HasPrefix(p.ex.op, "provider") {
 			out = append(out, exAlt{i, exLost})
 		}
@@ -261,10 +264,14 @@ func (x *exRun) alternatives(last int) []exAlt {
 
 // accessOfAlt is what a choice touches.
 func (x *exRun) accessOfAlt(a exAlt) access {
+	p := x.procs[a.proc]
 	if a.fault == exCrash {
-		return access{{"prov", true}}
+		if p.kind == "drainer" {
+			return access{{"prov", true}} // its calls in flight become ambiguous
+		}
+		return nil
 	}
-	return x.procs[a.proc].ex.acc
+	return p.ex.acc
 }
 
 // apply takes the step a chooses.

@@ -188,14 +188,16 @@ func laneWorld() *exWorld {
 func holeWorld() *exWorld {
 	return &exWorld{
 		name:  "hole",
-		about: "a lane of 3 behind a proposal (the 2nd expires) and 1 keyless; clock, reaper, clock past retention, retention, TTL, drainer",
-		setup: setupEnqueue(
-			exTok{name: "a", kind: kindIdem, lane: "L", propose: true},
-			exTok{name: "b", kind: kindIdem, lane: "L", expiresIn: 30 * time.Second},
-			exTok{name: "c", kind: kindIdem, lane: "L"},
-			exTok{name: "k", kind: kindRB}),
+		about: "a lane of 3 behind a proposal (the 2nd expired) and 1 keyless; reaper, clock past retention, retention, TTL, drainer",
+		setup: func(w *world) {
+			setupEnqueue(
+				exTok{name: "a", kind: kindIdem, lane: "L", propose: true},
+				exTok{name: "b", kind: kindIdem, lane: "L", expiresIn: 30 * time.Second},
+				exTok{name: "c", kind: kindIdem, lane: "L"},
+				exTok{name: "k", kind: kindRB})(w)
+			w.clk.Advance(time.Minute)
+		},
 		procs: []exProcSpec{
-			clockProc(time.Minute),
 			reapProc("reap"),
 			clockProc(2 * time.Hour),
 			retainProc("retain"),

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"reflect"
 	"strconv"
@@ -308,6 +310,9 @@ func (w *world) onRemove(p *proc, id string, old ddblocal.Item, byTTL bool) {
 		why = "erased"
 	}
 	w.histf(r, p, "deleted (%s)", why)
+	if why != "" && why != "erased" {
+		w.checkChainCut(r, old, who(p))
+	}
 	if why == "" {
 		who := "TTL"
 		if p != nil {
@@ -317,6 +322,49 @@ func (w *world) onRemove(p *proc, id string, old ddblocal.Item, byTTL bool) {
 		why = "lost"
 	}
 	w.markGone(r, why)
+}
+
+// checkChainCut judges the deletion of an ended lane member (retention,
+// TTL): while a live member names it as its predecessor and an earlier
+// member of its lane is live, the row is a link of its lane's chain, and
+// deleting it cuts the chain there (a claim's walk would stop at the
+// missing row and let its successor run beside the earlier member:
+// design.md §7.3, ADR 0006, ADR 0019).
+func (w *world) checkChainCut(r *row, old ddblocal.Item, by string) {
+	if r.tok == nil || r.tok.lane == "" || !has(old, "prev") {
+		return
+	}
+	k := r.tok.ws + "/" + r.tok.lane
+	seq := strings.TrimLeft(strings.TrimPrefix(str(old, "sk"), "A#"), "0")
+	var succ, live string
+	before := true
+	for _, e := range w.lanes[k] {
+		if e == r.id {
+			before = false
+			continue
+		}
+		er := w.rows[e]
+		if er == nil || er.gone != "" || state(er.item).Ended() {
+			continue
+		}
+		if before && live == "" {
+			live = e
+		}
+		if !before && str(er.item, "pk") == str(old, "pk") && strconv.FormatInt(num(er.item, "prev"), 10) == seq {
+			succ = e
+		}
+	}
+	if succ != "" && live != "" {
+		w.violate("lanes", w.lanes[k], "%s deleted %s while %s names it as its predecessor and the earlier %s of lane %s is %s: the lane's chain is cut",
+			by, r.id, succ, live, k, state(w.rows[live].item))
+	}
+}
+
+func who(p *proc) string {
+	if p == nil {
+		return "TTL"
+	}
+	return p.name
 }
 
 func (w *world) markGone(r *row, why string) {
@@ -423,6 +471,28 @@ func (w *world) checkDeferral(p *proc, r *row, old, nw ddblocal.Item) {
 		// says so. A release keeps the run, as an attempt that lost its
 		// lease does.
 		r.defers, r.deferSince = 0, time.Time{}
+	}
+}
+
+// fenceSetsWritten notes the in-flight entries a drainer's fence write
+// set, from its request: an entry set to the value it had already (a
+// claim in the same millisecond as an earlier holder's, whose stale entry
+// is left) is recorded under the fence all the same, though the feed shows
+// no change.
+func (w *world) fenceSetsWritten(p *proc, in *dynamodb.UpdateItemInput) {
+	if p.kind != "drainer" {
+		return
+	}
+	part, _ := strconv.Atoi(strings.TrimPrefix(str(in.Key, "pk"), "P#"))
+	upd := aws.ToString(in.UpdateExpression)
+	for n, v := range in.ExpressionAttributeNames {
+		if strings.HasPrefix(n, "#s") && strings.Contains(upd, "#inf."+n+" = ") {
+			seq, _ := strconv.ParseInt(v, 10, 64)
+			if p.entered == nil {
+				p.entered = map[string]bool{}
+			}
+			p.entered[rowKey(part, seq)] = true
+		}
 	}
 }
 

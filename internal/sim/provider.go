@@ -296,7 +296,10 @@ func (w *world) checkLaneAtCall(p *proc, t *token, id string) bool {
 		}
 	}
 	for _, c := range w.calls {
-		if !c.inflight || !now.Before(c.deadline) || w.rows[c.id].gone != "" {
+		// A call of a row erased since it started is judged as well: an
+		// erasure recalls no call in flight (design.md §10), so the lane
+		// behind it must still wait for it to end.
+		if !c.inflight || !now.Before(c.deadline) {
 			continue
 		}
 		if c.id == id {
