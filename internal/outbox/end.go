@@ -76,8 +76,11 @@ func (e *Engine) end(ctx context.Context, a *Action, p endParams) (*Action, erro
 	// an index entry per row. A failed end is journaled too: its write may
 	// have landed though no answer said so (an ambiguous try whose
 	// read-back failed), and listing a row that did not end costs retention
-	// one skipped read, while missing one leaves it to TTL.
-	e.journalEnd(ctx, a.Partition, a.Seq, w.retention, w.expiry)
+	// one skipped read, while missing one leaves it to TTL. A held end was
+	// listed before it was written (lanehold.go).
+	if !lane.journaled {
+		e.journalEnd(ctx, a.Partition, a.Seq, w.retention, w.expiry)
+	}
 	if writeErr != nil {
 		if isCondFailed(writeErr) {
 			return nil, writeErr
@@ -170,6 +173,9 @@ type endLane struct {
 	relinkAt int
 	relinks  int // relinks refused so far
 	tailDrop *types.Delete
+	// hold: ending without a relink, the member must be held
+	// (lanehold.go); journaled: its held end is listed.
+	hold, journaled bool
 }
 
 // maxRelinkTries bounds the relinks an end tries before it ends without
@@ -186,10 +192,13 @@ func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) erro
 		return nil
 	}
 	if relink && !l.inOrder {
-		items, err := e.unlink(ctx, a)
+		items, hold, err := e.unlink(ctx, a)
 		if err != nil {
 			return err
 		}
+		// Without relink (its tries ran out), the hold of the last look
+		// stands: the predecessor was live then.
+		l.hold = hold
 		if len(items) > 0 {
 			l.relinkAt = len(l.items) + 1
 			l.items = append(l.items, items...)
@@ -206,14 +215,11 @@ func (e *Engine) endLaneItems(ctx context.Context, l *endLane, relink bool) erro
 	if err != nil || tail.seq != a.Seq || tail.p != a.Partition {
 		return err
 	}
-	if a.PrevSeq != 0 && !l.inOrder {
+	if a.PrevSeq != 0 && !l.inOrder && l.hold {
 		// Ending out of order (cancelled, expired) while an earlier member
-		// is live, with no relink possible: the tail stays, so the next
+		// may be live, with no relink possible: the tail stays, so the next
 		// action of the lane still waits for that member.
-		m, err := e.ancestorsLive(ctx, a.Partition, map[int64]int64{a.Seq: a.PrevSeq})
-		if err != nil || m[a.Seq] {
-			return err
-		}
+		return nil
 	}
 	// The tail goes after the end, outside its transaction (ADR 0013):
 	// until then it names an ended member, which an enqueue links behind
@@ -254,15 +260,26 @@ func (e *Engine) endSend(ctx context.Context, w endWrite, l *endLane) (writeErr,
 func (e *Engine) endWrite(ctx context.Context, w endWrite, l *endLane) (writeErr, err error) {
 	a := w.a
 	for {
+		upd, c := w.upd, w.cond
+		if l.hold && l.relinkAt < 0 {
+			// Held (lanehold.go): no TTL, and listed before it is written.
+			if !l.journaled {
+				if err := e.journalHeldRow(ctx, a.Partition, a.Seq, w.expiry); err != nil {
+					return nil, err
+				}
+				l.journaled = true
+			}
+			upd, c = w.heldWrite()
+		}
 		if len(l.items) == 0 {
 			return e.updateSettled(ctx, &dynamodb.UpdateItemInput{
-				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(w.upd),
-				ConditionExpression: aws.String(w.cond.expr), ExpressionAttributeNames: w.cond.names, ExpressionAttributeValues: w.cond.vals,
+				TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
+				ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
 			}, rowIs(w.to, a.Epoch, attrEnded, w.now)), nil
 		}
 		items := append([]types.TransactWriteItem{{Update: &types.Update{
-			TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(w.upd),
-			ConditionExpression: aws.String(w.cond.expr), ExpressionAttributeNames: w.cond.names, ExpressionAttributeValues: w.cond.vals,
+			TableName: e.table(), Key: actionKey(a.Partition, a.Seq), UpdateExpression: aws.String(upd),
+			ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
 		}}}, l.items...)
 		writeErr = e.transact(ctx, items, e.token())
 		again, err := e.endRetry(ctx, l, writeErr)

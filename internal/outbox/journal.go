@@ -190,6 +190,12 @@ func journalFixedBytes(p int, writer string) int {
 // retried: the item is the same on every try, so a try that landed and a
 // retry make one item.
 func (e *Engine) putJournal(ctx context.Context, writer string, p int, seqs []int64, expiry time.Time) error {
+	return e.writeJournal(ctx, writer, p, seqs, expiry, true)
+}
+
+// writeJournal is putJournal; without ttl the item has no TTL of its own
+// (it lists held rows, lanehold.go: retention must read it).
+func (e *Engine) writeJournal(ctx context.Context, writer string, p int, seqs []int64, expiry time.Time, ttl bool) error {
 	if len(seqs) == 0 {
 		return nil
 	}
@@ -202,8 +208,10 @@ func (e *Engine) putJournal(ctx context.Context, writer string, p int, seqs []in
 		attrSK:     avS(journalSK(expiry, writer, e.uint64())),
 		attrJSeqs:  &types.AttributeValueMemberNS{Value: ns},
 		attrJCount: avN(int64(len(seqs))),
-		attrTTL:    avN(expiry.Unix()),
 	}}
+	if ttl {
+		in.Item[attrTTL] = avN(expiry.Unix())
+	}
 	for try := 0; ; try++ {
 		_, err := e.db.PutItem(ctx, in)
 		if err == nil {

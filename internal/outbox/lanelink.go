@@ -69,40 +69,43 @@ func (e *Engine) linkPrev(p int, seq, old, prev int64) types.TransactWriteItem {
 
 // unlink builds the items that take a member ending out of order out of its
 // lane's chain: nil when there is nothing to do (no predecessor, or the
-// predecessor has ended: the chain stops at this member anyway) or when the
-// links are not as a relink needs them (the member is not found on the
-// chain from the tail); then the member keeps its prev and the lane walk
-// follows it.
-func (e *Engine) unlink(ctx context.Context, a *Action) ([]types.TransactWriteItem, error) {
+// predecessor has ended: the chain goes no further back to a live member
+// through this one than through it) or when the links are not as a relink
+// needs them (the member is not found on the chain from the tail); then
+// the member keeps its prev and the lane walk follows it. hold says
+// whether the member, ending without these items, must be held
+// (lanehold.go): an earlier member of its lane may be live.
+func (e *Engine) unlink(ctx context.Context, a *Action) (items []types.TransactWriteItem, hold bool, err error) {
 	self, err := e.readLinks(ctx, a.Partition, a.Seq)
 	if err != nil || self == nil {
-		return nil, err
+		return nil, false, err
 	}
 	prev := getN(self, attrPrev)
 	if prev == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	pr, err := e.readLinks(ctx, a.Partition, prev)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if pr == nil || State(getS(pr, attrState)).Ended() {
-		return nil, nil
+		hold, err := e.chainHeld(ctx, a.Partition, prev, pr)
+		return nil, hold, err
 	}
 	lid := laneID{a.WorkspaceID, a.LaneKey}
 	succ, tail, err := e.successorOf(ctx, a.Partition, lid, a.Seq)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	items := []types.TransactWriteItem{e.predLive(a.Partition, prev)}
+	items = []types.TransactWriteItem{e.predLive(a.Partition, prev)}
 	switch {
 	case succ != 0:
-		return append(items, e.linkPrev(a.Partition, succ, a.Seq, prev)), nil
+		return append(items, e.linkPrev(a.Partition, succ, a.Seq, prev)), true, nil
 	case tail.seq == a.Seq && tail.p == a.Partition:
 		// The lane's tail: it moves back to the live predecessor.
-		return append(items, types.TransactWriteItem{Update: e.laneTailBack(lid, tail, prev)}), nil
+		return append(items, types.TransactWriteItem{Update: e.laneTailBack(lid, tail, prev)}), true, nil
 	}
-	return nil, nil
+	return nil, true, nil
 }
 
 // maxSuccessorWalk bounds the rows an out-of-order end reads walking back
@@ -184,24 +187,26 @@ func (e *Engine) successorQuery(ctx context.Context, p int, seq, upper int64) (i
 // tombstone and its relink (design.md §7.3) go in one transaction, so no chain
 // ever passes through the tombstone. ok is false when that does not apply
 // (or the links kept moving): the caller erases as before, and the
-// tombstone's prev holds the lane behind it.
-func (e *Engine) eraseLaned(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, bool, error) {
+// tombstone's prev holds the lane behind it; hold then says the tombstone
+// must be held (lanehold.go): an earlier member of its lane may be live,
+// or the row is held already.
+func (e *Engine) eraseLaned(ctx context.Context, pk, sk string) (old map[string]types.AttributeValue, ok, hold bool, err error) {
 	for try := 0; try < 8; try++ {
 		got, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: e.table(), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return nil, false, fmt.Errorf("error reading %s/%s to erase: %w", pk, sk, err)
+			return nil, false, false, fmt.Errorf("error reading %s/%s to erase: %w", pk, sk, err)
 		}
 		old := got.Item
 		st := State(getS(old, attrState))
-		if len(old) == 0 || getS(old, attrLane) == "" || st.Ended() {
-			return nil, false, nil
+		if len(old) == 0 || st.Ended() || getS(old, attrLane) == "" {
+			return nil, false, len(old) > 0 && isHeld(old), nil
 		}
 		a, _ := decodeAction(old)
-		items, err := e.unlink(ctx, &a)
+		items, held, err := e.unlink(ctx, &a)
 		if err != nil || len(items) == 0 {
-			return nil, false, err
+			return nil, false, held, err
 		}
-		upd, names, vals := e.tombstone(pk, sk)
+		upd, names, vals := e.tombstone(pk, sk, false)
 		names["#ep"] = attrEpoch
 		vals[":cst"], vals[":cep"], vals[":cprev"] = avS(string(st)), avN(getN(old, attrEpoch)), avN(a.PrevSeq)
 		c := "#st = :cst AND #ep = :cep AND #prev = :cprev"
@@ -211,14 +216,15 @@ func (e *Engine) eraseLaned(ctx context.Context, pk, sk string) (map[string]type
 		}}}, items...)
 		err = e.transact(ctx, all, e.token())
 		if err == nil {
-			return old, true, nil
+			return old, true, false, nil
 		}
 		if _, ok := cancelReasons(err); !ok {
-			return nil, false, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
+			return nil, false, false, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
 		}
 		// A writer moved the row or a neighbour's links: read them again.
 	}
-	return nil, false, nil
+	// The links kept moving: the predecessor was live at the last look.
+	return nil, false, true, nil
 }
 
 type laneID struct{ ws, lane string }

@@ -56,8 +56,13 @@ func (e *Engine) sweepPartition(ctx context.Context, p int, now time.Time) (int,
 			if err != nil {
 				return false, err
 			}
+			held := map[int64]int64{}
 			for _, seq := range j.seqs {
 				it, ok := rows[seq]
+				if ok && isHeld(it) {
+					held[seq] = getN(it, attrPrev)
+					continue
+				}
 				if !ok || !State(getS(it, attrState)).Ended() || getN(it, attrTTL) > now.Unix() {
 					// Gone, or not this journal's to delete: a row that
 					// was erased into a tombstone later carries a later
@@ -71,6 +76,11 @@ func (e *Engine) sweepPartition(ctx context.Context, p int, now time.Time) (int,
 				if ok {
 					n++
 				}
+			}
+			m, err := e.retainHeld(ctx, p, held, now)
+			n += m
+			if err != nil {
+				return false, err
 			}
 			if err := e.deleteJournal(ctx, j); err != nil {
 				return false, err
@@ -97,8 +107,8 @@ func (e *Engine) readEnded(ctx context.Context, p int, seqs []int64) (map[int64]
 		n := min(len(keys), 100)
 		r, err := e.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{e.cfg.Table: {
-				Keys: keys[:n], ProjectionExpression: aws.String("#sk, #st, #ttl"),
-				ExpressionAttributeNames: map[string]string{"#sk": attrSK, "#st": attrState, "#ttl": attrTTL},
+				Keys: keys[:n], ProjectionExpression: aws.String("#sk, #st, #ttl, #prev"),
+				ExpressionAttributeNames: map[string]string{"#sk": attrSK, "#st": attrState, "#ttl": attrTTL, "#prev": attrPrev},
 			}},
 		})
 		if err != nil {
@@ -118,34 +128,16 @@ func (e *Engine) readEnded(ctx context.Context, p int, seqs []int64) (map[int64]
 	return out, nil
 }
 
-// deleteEnded deletes one ended action (refused if it is not ended, or,
-// with ttlBy > 0, if its TTL is after ttlBy) and its idempotency record.
+// deleteEnded deletes one ended action that has a TTL (refused if it is
+// not ended, or held, lanehold.go), with ttlBy > 0 one whose TTL is not
+// after ttlBy, and its idempotency record.
 func (e *Engine) deleteEnded(ctx context.Context, pk, sk string, ttlBy int64) (bool, error) {
-	c := "#st IN (:d, :u, :f, :c)"
-	names := map[string]string{"#st": attrState}
-	vals := map[string]types.AttributeValue{
-		":d": avS(string(StateDONE)), ":u": avS(string(StateUNCERTAIN)), ":f": avS(string(StateFAILED)), ":c": avS(string(StateCANCELLED)),
-	}
+	c := cond{expr: "attribute_exists(#ttl)", names: map[string]string{"#ttl": attrTTL}}
 	if ttlBy > 0 {
-		c += " AND #ttl <= :ttlby"
-		names["#ttl"] = attrTTL
-		vals[":ttlby"] = avN(ttlBy)
+		c = cond{expr: "#ttl <= :ttlby", names: c.names, vals: map[string]types.AttributeValue{":ttlby": avN(ttlBy)}}
 	}
-	out, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: e.table(), Key: key(pk, sk),
-		ConditionExpression: aws.String(c), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
-		ReturnValues: types.ReturnValueAllOld,
-	})
-	if err != nil {
-		if isCondFailed(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("error deleting ended action %s/%s: %w", pk, sk, err)
-	}
-	if err := e.deleteIdem(ctx, out.Attributes); err != nil {
-		return true, err
-	}
-	return true, e.deleteEvidenceOf(ctx, out.Attributes)
+	ok, _, err := e.deleteEndedIf(ctx, pk, sk, c)
+	return ok, err
 }
 
 // deleteIdem deletes the idempotency record of a deleted action, if it
@@ -265,14 +257,25 @@ func (e *Engine) oldestJournalItems(ctx context.Context, excess int) ([]journalI
 // many rows it deleted.
 func (e *Engine) trimJournalItem(ctx context.Context, j journalItem, take []int64) (int, error) {
 	n := 0
+	held := map[int64]int64{}
 	for _, seq := range take {
-		ok, err := e.deleteEnded(ctx, partitionPK(j.p), actionSK(seq), 0)
+		c := cond{expr: "attribute_exists(#ttl)", names: map[string]string{"#ttl": attrTTL}}
+		ok, old, err := e.deleteEndedIf(ctx, partitionPK(j.p), actionSK(seq), c)
 		if err != nil {
 			return n, err
 		}
 		if ok {
 			n++
+		} else if old != nil && isHeld(old) {
+			held[seq] = getN(old, attrPrev)
 		}
+	}
+	// A held row is not trimmed blindly: only once its lane no longer
+	// needs it; else it is listed again (lanehold.go).
+	m, err := e.retainHeld(ctx, j.p, held, e.clk.Now())
+	n += m
+	if err != nil {
+		return n, err
 	}
 	if len(take) == len(j.seqs) {
 		return n, e.deleteJournal(ctx, j)
@@ -414,13 +417,21 @@ func (e *Engine) eraseRowItself(ctx context.Context, pk, sk string) (map[string]
 		return nil, e.eraseIdemRecord(ctx, pk, sk)
 	}
 	if strings.HasPrefix(sk, "A#") {
-		if old, ok, err := e.eraseLaned(ctx, pk, sk); err != nil || ok {
+		old, ok, hold, err := e.eraseLaned(ctx, pk, sk)
+		if err != nil || ok {
 			if ok {
 				e.journalTombstone(ctx, pk, sk)
 			}
 			return old, err
 		}
-		upd, names, vals := e.tombstone(pk, sk)
+		if seq, _ := seqFromActionSK(sk); hold {
+			// A tombstone the lane's chain still passes through, with an
+			// earlier member live: held (lanehold.go), listed first.
+			if err := e.journalHeldRow(ctx, partitionOfPK(pk), seq, e.clk.Now().UTC().Add(e.cfg.Retention)); err != nil {
+				return nil, err
+			}
+		}
+		upd, names, vals := e.tombstone(pk, sk, hold)
 		// A keyed action outside a lane may have been written first by its
 		// idempotency record (design.md §4.2): its slot keeps a tombstone, so a
 		// late put of the action fails instead of bringing it back.
@@ -434,13 +445,17 @@ func (e *Engine) eraseRowItself(ctx context.Context, pk, sk string) (map[string]
 			ReturnValues:              types.ReturnValueAllOld,
 		})
 		if err == nil {
-			e.journalTombstone(ctx, pk, sk)
+			if !hold {
+				e.journalTombstone(ctx, pk, sk)
+			}
 			return out.Attributes, nil
 		}
 		if !isCondFailed(err) {
 			// The tombstone may have landed (an ambiguous failure): journal
 			// it; a row that is not a tombstone is skipped by retention.
-			e.journalTombstone(ctx, pk, sk)
+			if !hold {
+				e.journalTombstone(ctx, pk, sk)
+			}
 			return nil, fmt.Errorf("error erasing %s/%s: %w", pk, sk, err)
 		}
 	}
@@ -470,8 +485,9 @@ func (e *Engine) journalTombstone(ctx context.Context, pk, sk string) {
 }
 
 // tombstone is the update that turns an action row into an erasure
-// tombstone: CANCELLED with stop reason ERASED, keys, links and TTL only.
-func (e *Engine) tombstone(pk, sk string) (string, map[string]string, map[string]types.AttributeValue) {
+// tombstone: CANCELLED with stop reason ERASED, keys, links and TTL only
+// (no TTL when held, lanehold.go).
+func (e *Engine) tombstone(pk, sk string, hold bool) (string, map[string]string, map[string]types.AttributeValue) {
 	now := e.clk.Now().UTC()
 	expiry := now.Add(e.cfg.Retention)
 	names := map[string]string{
@@ -489,6 +505,11 @@ func (e *Engine) tombstone(pk, sk string) (string, map[string]string, map[string
 	vals := map[string]types.AttributeValue{
 		":c": avS(string(StateCANCELLED)), ":erased": avS(string(StopErased)), ":now": avMs(now),
 		":ttl": avN(expiry.Unix()),
+	}
+	if hold {
+		upd = strings.Replace(upd, ", #ttl = :ttl", "", 1)
+		delete(vals, ":ttl")
+		delete(names, "#ttl")
 	}
 	return upd, names, vals
 }

@@ -269,7 +269,9 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 	if nst.Ended() {
 		r.ended++
 		r.endedBy = p
-		if str(nw, "sr") == "" || has(nw, "pl") || !has(nw, "ttl") {
+		// No TTL only on a held row, a link of its lane's chain (ADR
+		// 0019): the onRemove check judges when it goes.
+		if str(nw, "sr") == "" || has(nw, "pl") || (!has(nw, "ttl") && !has(nw, "prev")) {
 			w.violate("ended-shape", []string{id}, "ended action %s has stop reason %q, payload %v, TTL %v", id, str(nw, "sr"), has(nw, "pl"), has(nw, "ttl"))
 			return
 		}
@@ -405,8 +407,16 @@ func onlyLinks(old, nw ddblocal.Item) bool {
 // retained says whether action row id is still retained: not gone and not
 // past its TTL (reads treat an expired row as gone while DynamoDB's TTL
 // lags, so its idempotency key may be used again).
+//
+// A held row (ended without a TTL: a lane's chain passes through it while
+// an earlier member is live, ADR 0019) is retained for the retention
+// period from its end, as if it had the TTL; after that it is only a link
+// of its lane's chain and its key may be used again.
 func (w *world) retained(id string) bool {
 	pr := w.rows[id]
+	if pr != nil && pr.gone == "" && state(pr.item).Ended() && !has(pr.item, "ttl") {
+		return msTime(pr.item, "ea").Add(w.cfg.Retention).After(w.clk.Now().Add(-w.cfg.ClockSkew))
+	}
 	return pr != nil && pr.gone == "" &&
 		!(has(pr.item, "ttl") && num(pr.item, "ttl") < w.clk.Now().Add(w.cfg.ClockSkew).Unix())
 }

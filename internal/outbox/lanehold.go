@@ -1,0 +1,151 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Held rows (ADR 0019, design.md §7.3, §9). A lane member that ends, or is
+// erased, out of order without taking itself out of its lane's chain (its
+// relink refused maxRelinkTries times, or its predecessor an ended row the
+// chain still passes through) stays a link of that chain: its successor
+// names it, and a claim walks back through it to the earlier live member.
+// Deleting it would cut the chain there, and the claim walk, finding the
+// row gone, would let the successor run beside that member. So such a row
+// is *held*: its end (or tombstone) carries no TTL, a journal item without
+// a TTL of its own lists it before the end is written, and retention
+// deletes it only once no earlier member of its lane is live (or lists it
+// again, to look once more a retention period later). Trimming beyond the
+// row cap never deletes a held row.
+
+// journalHeld is the writer name of the journal items that list held rows.
+const journalHeld = "held"
+
+// chainHeld reports whether a member whose predecessor link names prev
+// (its row pr as read: state and prev; nil when gone) must be held when
+// it ends without a relink: the chain goes on through prev to an earlier
+// member that may be live. A gone or in-order ended predecessor ends the
+// chain; a live one holds it; an ended one that keeps its own prev is
+// walked back (at most maxLaneWalk rows; past that, held).
+func (e *Engine) chainHeld(ctx context.Context, p int, prev int64, pr map[string]types.AttributeValue) (bool, error) {
+	switch {
+	case pr == nil:
+		return false, nil
+	case !State(getS(pr, attrState)).Ended():
+		return true, nil
+	}
+	pp := getN(pr, attrPrev)
+	if pp == 0 {
+		return false, nil
+	}
+	live, err := e.ancestorsLive(ctx, p, map[int64]int64{prev: pp})
+	return live[prev], err
+}
+
+// heldWrite is the end's write of a held row: the same without the TTL.
+func (w endWrite) heldWrite() (string, cond) {
+	upd := strings.Replace(w.upd, ", #ttl = :ttl", "", 1)
+	c := cond{expr: w.cond.expr, names: map[string]string{}, vals: map[string]types.AttributeValue{}}
+	for k, v := range w.cond.names {
+		if k != "#ttl" {
+			c.names[k] = v
+		}
+	}
+	for k, v := range w.cond.vals {
+		if k != ":ttl" {
+			c.vals[k] = v
+		}
+	}
+	return upd, c
+}
+
+// journalHeldRow lists a row about to be held in a journal item of its own
+// (no TTL: retention must read it), before the row is written: a held row
+// has no TTL to fall back on, so a lost journal write would keep it for
+// good.
+func (e *Engine) journalHeldRow(ctx context.Context, p int, seq int64, expiry time.Time) error {
+	return e.writeJournal(ctx, journalHeld, p, []int64{seq}, expiry, false)
+}
+
+// retainHeld deals with held rows a journal item whose expiry passed lists
+// (seq -> the row's prev): a row no earlier live member needs any more is
+// deleted (with its record and evidence); the others are listed again,
+// expiring one retention period from now, before the caller deletes the
+// item that listed them.
+func (e *Engine) retainHeld(ctx context.Context, p int, held map[int64]int64, now time.Time) (int, error) {
+	if len(held) == 0 {
+		return 0, nil
+	}
+	next := map[int64]int64{}
+	for s, pv := range held {
+		if pv != 0 {
+			next[s] = pv
+		}
+	}
+	live, err := e.ancestorsLive(ctx, p, next)
+	if err != nil {
+		return 0, err
+	}
+	var keep []int64
+	n := 0
+	for s := range held {
+		if live[s] {
+			keep = append(keep, s)
+			continue
+		}
+		ok, _, err := e.deleteEndedIf(ctx, partitionPK(p), actionSK(s), heldCond())
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, e.writeJournal(ctx, journalHeld, p, keep, now.Add(e.cfg.Retention), false)
+}
+
+// heldCond is the condition that a row is held: ended without a TTL.
+func heldCond() cond {
+	return cond{expr: "attribute_not_exists(#ttl)", names: map[string]string{"#ttl": attrTTL}}
+}
+
+// isHeld reports whether a row is held: ended, no TTL.
+func isHeld(it map[string]types.AttributeValue) bool {
+	return State(getS(it, attrState)).Ended() && !has(it, attrTTL)
+}
+
+// deleteEndedIf deletes one ended action on the extra condition c (its
+// TTL passed, it has one, it is held), with its idempotency record and its
+// evidence. A refusal answers the row as it was (nil when gone).
+func (e *Engine) deleteEndedIf(ctx context.Context, pk, sk string, c cond) (bool, map[string]types.AttributeValue, error) {
+	c = cond{
+		expr:  "#st IN (:d, :u, :f, :c)",
+		names: map[string]string{"#st": attrState},
+		vals: map[string]types.AttributeValue{
+			":d": avS(string(StateDONE)), ":u": avS(string(StateUNCERTAIN)), ":f": avS(string(StateFAILED)), ":c": avS(string(StateCANCELLED)),
+		},
+	}.and(c)
+	out, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: e.table(), Key: key(pk, sk),
+		ConditionExpression: aws.String(c.expr), ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.vals,
+		ReturnValues: types.ReturnValueAllOld, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return false, ccf.Item, nil
+		}
+		return false, nil, fmt.Errorf("error deleting ended action %s/%s: %w", pk, sk, err)
+	}
+	if err := e.deleteIdem(ctx, out.Attributes); err != nil {
+		return true, nil, err
+	}
+	return true, nil, e.deleteEvidenceOf(ctx, out.Attributes)
+}
