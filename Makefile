@@ -134,8 +134,12 @@ STEPS ?= 500
 SEED ?=
 
 .PHONY: sim-ci
-sim-ci: ## The simulator's CI budget (300 seeds x 500 steps, no -race)
-	$(GO) test -count=1 -run 'TestCIBudget|TestRegressionSeeds' ./internal/sim/
+sim-ci: ## The simulator's CI budget (300 seeds x 500 steps, a short exhaustive run; no -race)
+	$(GO) test -count=1 -run 'TestCIBudget|TestRegressionSeeds|TestExhaustive' ./internal/sim/
+
+.PHONY: sim-exhaustive
+sim-exhaustive: ## Every schedule of the simulator's small worlds within their bounds (ferry-sim -exhaustive; WORLD=hole to pick)
+	$(GO) run ./internal/sim/cmd/ferry-sim -exhaustive $(if $(WORLD),-world $(WORLD))
 
 .PHONY: sim
 sim: ## Simulate SEEDS seeds of STEPS steps (summary table); SEED=n replays one seed's trace

@@ -93,6 +93,7 @@ func (w *world) breakUpdate(_ *proc, in *dynamodb.UpdateItemInput) *dynamodb.Upd
 	if w.opt.Broken == 0 {
 		return in
 	}
+	in = w.breakHeld(in)
 	if str(in.Key, "sk") == "FENCE" && strings.Contains(aws.ToString(in.UpdateExpression), "#inf.#s") {
 		return w.breakFenceUpdate(in)
 	}

@@ -9,6 +9,7 @@
 //	make sim SEED=123 STEPS=500     # replay one seed: its whole trace
 //	go test ./internal/sim -run TestSeed -seed=123 -steps=500 -simtrace
 //	make sim-ci                     # the CI budget (part of make test)
+//	make sim-exhaustive             # every schedule of small worlds (explore.go)
 //
 // # How a run works
 //
@@ -53,5 +54,16 @@
 // A lane member that ended out of order and was then deleted (retention,
 // TTL) while an earlier member is live used to cut the engine's lane chain
 // (design.md §7.3); the lanes invariant now fails on it like on any other early
-// start.
+// start, and on the deletion itself while a live member still names the row
+// (ADR 0019).
+//
+// # The exhaustive mode
+//
+// Explore (ferry-sim -exhaustive) runs the same engine and checkers over
+// every schedule of small worlds within bounds instead of random ones: every
+// process is a coroutine, a step is one DynamoDB call (or the end of a
+// provider call), and a depth-first search with replay, sleep sets and state
+// hashing enumerates the orders of the steps, with up to a given number of
+// them failed (a crash, a lost answer, a storm of transaction conflicts) and
+// of preemptions. See explore.go.
 package sim

@@ -77,6 +77,10 @@ const (
 	// BreakTailCondition strips the condition from the enqueue's lane tail
 	// put (design.md §3.4): a tail read stale (ADR 0017) is then acted on.
 	BreakTailCondition
+	// BreakHeldTTL gives a held lane member's end or tombstone its TTL
+	// (ADR 0019): TTL and retention may then delete a link of a lane's
+	// chain while an earlier member is live.
+	BreakHeldTTL
 )
 
 // Options describes one run.

@@ -53,11 +53,15 @@ func exhaustive(out io.Writer, opt sim.ExploreOptions, schedule string) int {
 	for _, s := range stats {
 		fmt.Fprintf(out, "  %-8s %s\n           processes: %s\n", s.World, s.About, strings.Join(s.Procs, ", "))
 	}
+	broken := ""
+	if opt.Broken != 0 {
+		broken = fmt.Sprintf(" -broken %d", uint32(opt.Broken))
+	}
 	for _, s := range stats {
 		for i, v := range s.Violations {
 			code = 1
-			fmt.Fprintf(out, "VIOLATION world %s: %s: %s\n  schedule: %s\n  replay: go run ./internal/sim/cmd/ferry-sim -exhaustive -world %s -schedule %s\n",
-				s.World, v.Violation.Check, v.Violation.Msg, v.Schedule, s.World, v.Schedule)
+			fmt.Fprintf(out, "VIOLATION world %s: %s: %s\n  schedule: %s\n  replay: go run ./internal/sim/cmd/ferry-sim -exhaustive%s -world %s -schedule %s\n",
+				s.World, v.Violation.Check, v.Violation.Msg, v.Schedule, broken, s.World, v.Schedule)
 			if i == 0 && len(v.Trace) > 0 {
 				fmt.Fprintf(out, "  trace of the first:\n")
 				out.Write(v.Trace)
