@@ -46,8 +46,8 @@ import (
 type ExploreOptions struct {
 	// Worlds names the worlds to explore (ExploreWorlds); empty: all.
 	Worlds []string
-	// MaxFaults and MaxPreemptions bound each schedule; negative: the
-	// world's own bounds.
+	// MaxFaults and MaxPreemptions bound each schedule; negative (both):
+	// each world's own runs, one per pair of bounds it names.
 	MaxFaults, MaxPreemptions int
 	// Limit stops a world after that many schedules (0: none).
 	Limit int
@@ -98,7 +98,20 @@ func Explore(opt ExploreOptions) ([]ExploreStats, error) {
 		return nil, err
 	}
 	for _, spec := range worlds {
-		out = append(out, exploreWorld(spec, opt))
+		bounds := spec.bounds
+		if opt.MaxFaults >= 0 || opt.MaxPreemptions >= 0 {
+			b := bounds[0]
+			if opt.MaxFaults >= 0 {
+				b.faults = opt.MaxFaults
+			}
+			if opt.MaxPreemptions >= 0 {
+				b.preempts = opt.MaxPreemptions
+			}
+			bounds = []exBounds{b}
+		}
+		for _, b := range bounds {
+			out = append(out, exploreWorld(spec, b, opt))
+		}
 	}
 	return out, nil
 }
@@ -387,15 +400,9 @@ func scheduleString(path []*exNode) string {
 const splitDepth = 2
 
 // exploreWorld explores one world with opt's bounds.
-func exploreWorld(spec *exWorld, opt ExploreOptions) ExploreStats {
+func exploreWorld(spec *exWorld, b exBounds, opt ExploreOptions) ExploreStats {
 	start := time.Now()
-	e := &explorer{spec: spec, opt: opt, maxF: spec.faults, maxP: spec.preempts, seen: map[uint64][]visit{}}
-	if opt.MaxFaults >= 0 {
-		e.maxF = opt.MaxFaults
-	}
-	if opt.MaxPreemptions >= 0 {
-		e.maxP = opt.MaxPreemptions
-	}
+	e := &explorer{spec: spec, opt: opt, maxF: b.faults, maxP: b.preempts, seen: map[uint64][]visit{}}
 	e.stats = ExploreStats{World: spec.name, About: spec.about, Faults: e.maxF, Preempts: e.maxP}
 	for _, p := range spec.procs {
 		e.stats.Procs = append(e.stats.Procs, p.name)

@@ -28,10 +28,15 @@ type exWorld struct {
 	name, about string
 	cfg         func(*outbox.Config)
 	// setup runs before the exploration (no faults, no interleaving).
-	setup            func(w *world)
-	procs            []exProcSpec
-	faults, preempts int // default bounds
+	setup func(w *world)
+	procs []exProcSpec
+	// bounds are the default runs: each explores the world whole with at
+	// most that many faults and preemptions per schedule.
+	bounds []exBounds
 }
+
+// exBounds bound the schedules of one exploration.
+type exBounds struct{ faults, preempts int }
 
 func exWorlds() []*exWorld {
 	return []*exWorld{laneWorld(), holeWorld(), relinkWorld(), eraseWorld()}
@@ -165,7 +170,7 @@ func setupEnqueue(toks ...exTok) func(w *world) {
 func laneWorld() *exWorld {
 	return &exWorld{
 		name:  "lane",
-		about: "an enqueuer (a lane of 3: idempotent, read-back, at-most-once; 1 keyed keyless), 2 drainers, reaper, retention, clock past the lease",
+		about: "an enqueuer (a lane of 3: idempotent, read-back, at-most-once; 1 keyed keyless), 2 drainers, reaper, retention, clock past the lease and retention",
 		procs: []exProcSpec{
 			enqueueProc("enq",
 				exTok{name: "a", kind: kindIdem, lane: "L"},
@@ -176,9 +181,13 @@ func laneWorld() *exWorld {
 			drainProc("drain2"),
 			reapProc("reap"),
 			retainProc("retain"),
-			clockProc(90 * time.Second),
+			// Past the lease and the retention period: reclaims, reaped
+			// ends and retention's deletes.
+			clockProc(61 * time.Minute),
 		},
-		faults: 1, preempts: 2,
+		// One fault anywhere in every order of the processes, and every
+		// interleaving with one preemption.
+		bounds: []exBounds{{1, 0}, {0, 1}},
 	}
 }
 
@@ -204,7 +213,7 @@ func holeWorld() *exWorld {
 			{name: "ttl", kind: "ttl", ttl: true},
 			drainProc("drain"),
 		},
-		faults: 1, preempts: 1,
+		bounds: []exBounds{{1, 1}},
 	}
 }
 
@@ -225,7 +234,7 @@ func relinkWorld() *exWorld {
 			apiProc("admit-a", "a", true),
 			drainProc("drain"),
 		},
-		faults: 1, preempts: 1,
+		bounds: []exBounds{{1, 1}},
 	}
 }
 
@@ -244,6 +253,6 @@ func eraseWorld() *exWorld {
 			eraseProc("erase-s1", "s1"),
 			drainProc("drain2"),
 		},
-		faults: 1, preempts: 2,
+		bounds: []exBounds{{1, 2}},
 	}
 }
