@@ -48,10 +48,15 @@ func exhaustive(out io.Writer, opt sim.ExploreOptions, schedule string) int {
 		fmt.Fprintf(out, "%-8s %10d %10d %10d %10d %10d %9d %4df %2dp %10s %d%s\n", s.World, s.Runs, s.Complete, s.Cut, s.Asleep, s.States,
 			s.MaxDepth, s.Faults, s.Preempts, s.Elapsed.Round(time.Millisecond), len(s.Violations), lim)
 	}
-	fmt.Fprintf(out, "%-8s %10d schedules in %s\n", "total", total, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "%-8s %10d schedules in %s (CPU %s: the time depends on what else runs)\n", "total", total,
+		time.Since(start).Round(time.Millisecond), cpuTime().Round(100*time.Millisecond))
 	fmt.Fprintln(out, "worlds covered:")
+	seen := map[string]bool{}
 	for _, s := range stats {
-		fmt.Fprintf(out, "  %-8s %s\n           processes: %s\n", s.World, s.About, strings.Join(s.Procs, ", "))
+		if !seen[s.World] {
+			seen[s.World] = true
+			fmt.Fprintf(out, "  %-8s %s\n           processes: %s\n", s.World, s.About, strings.Join(s.Procs, ", "))
+		}
 	}
 	broken := ""
 	if opt.Broken != 0 {
