@@ -14,7 +14,8 @@ import (
 // end transaction: its successor's prev becomes its own prev (or, with no
 // successor, the lane tail moves back to its predecessor). No chain then
 // passes through an ended row, and deleting ended rows (TTL, retention)
-// never cuts a chain. The successor is found when it is needed, by walking
+// never cuts a chain; where the relink cannot land, the member is held
+// (lanehold.go) until the members before it have ended. The successor is found when it is needed, by walking
 // prev links back from the lane tail (and, past maxSuccessorWalk, by one
 // Query of the partition's seqs after the member): an enqueue writes no
 // successor link. Links are only ever written on live rows (design.md §3.1).
