@@ -128,7 +128,7 @@ func rowOf(k map[string]types.AttributeValue) string {
 		return "action"
 	case strings.HasPrefix(pk, "L#"), strings.HasPrefix(sk, "L#"):
 		return "lane tail"
-	case strings.HasPrefix(sk, "R#"):
+	case strings.HasPrefix(sk, "R#"), strings.HasPrefix(sk, "H#"):
 		return "journal"
 	case sk == "FENCE":
 		return "fence"

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,9 +30,20 @@ import (
 // DynamoDB remove it together with its rows. Retention reads the journal
 // items whose expiry passed (those still present are exactly where TTL lags)
 // and counts the row cap from them.
+//
+// A held lane member (lanehold.go) is listed by an item of its own under
+// another prefix, without a TTL:
+//
+//	pk = P#<partition>, sk = H#<expiry ms, 13 digits>#held#<16 hex>
+//
+// Builds before it (v0.1.0) read only R# items, so they never see the
+// listing: they can neither trim the held row it names nor drop the
+// listing (ADR 0019, "Mixed builds"). The sweep reads both in one Query,
+// from H# up to the R# items whose expiry passed.
 
 const (
 	journalPrefix = "R#"
+	heldPrefix    = "H#"
 	attrJSeqs     = "seqs" // journal: the seqs of the ended actions (NS)
 	attrJCount    = "n"    // journal: how many
 	// journalMaxBytes keeps a journal item at 1 KB (1 write unit) with room
@@ -42,11 +54,30 @@ const (
 
 // journalSK is a journal item's sort key.
 func journalSK(expiry time.Time, writer string, unique uint64) string {
+	return listingSK(journalPrefix, expiry, writer, unique)
+}
+
+// listingSK is the sort key of a journal item (prefix R#) or of a held
+// rows' listing (H#).
+func listingSK(prefix string, expiry time.Time, writer string, unique uint64) string {
 	ms := max(expiry.UnixMilli(), 0)
 	if len(writer) > journalWriterMax {
 		writer = writer[:journalWriterMax]
 	}
-	return fmt.Sprintf("%s%013d#%s#%016x", journalPrefix, ms, writer, unique)
+	return fmt.Sprintf("%s%013d#%s#%016x", prefix, ms, writer, unique)
+}
+
+// listingExpiry is the expiry a journal item's or a held listing's sort
+// key starts with.
+func listingExpiry(sk string) (time.Time, bool) {
+	if len(sk) < 2+13 {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(sk[2:2+13], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
 }
 
 // journalUpTo is the sort key above every journal item whose expiry is
@@ -190,12 +221,13 @@ func journalFixedBytes(p int, writer string) int {
 // retried: the item is the same on every try, so a try that landed and a
 // retry make one item.
 func (e *Engine) putJournal(ctx context.Context, writer string, p int, seqs []int64, expiry time.Time) error {
-	return e.writeJournal(ctx, writer, p, seqs, expiry, true)
+	return e.writeJournal(ctx, writer, p, seqs, expiry, false)
 }
 
-// writeJournal is putJournal; without ttl the item has no TTL of its own
-// (it lists held rows, lanehold.go: retention must read it).
-func (e *Engine) writeJournal(ctx context.Context, writer string, p int, seqs []int64, expiry time.Time, ttl bool) error {
+// writeJournal is putJournal; held, the item is a held rows' listing
+// (lanehold.go): under heldPrefix, with no TTL of its own (retention must
+// read it).
+func (e *Engine) writeJournal(ctx context.Context, writer string, p int, seqs []int64, expiry time.Time, held bool) error {
 	if len(seqs) == 0 {
 		return nil
 	}
@@ -203,13 +235,17 @@ func (e *Engine) writeJournal(ctx context.Context, writer string, p int, seqs []
 	for i, s := range seqs {
 		ns[i] = strconv.FormatInt(s, 10)
 	}
+	prefix := journalPrefix
+	if held {
+		prefix = heldPrefix
+	}
 	in := &dynamodb.PutItemInput{TableName: e.table(), Item: map[string]types.AttributeValue{
 		attrPK:     avS(partitionPK(p)),
-		attrSK:     avS(journalSK(expiry, writer, e.uint64())),
+		attrSK:     avS(listingSK(prefix, expiry, writer, e.uint64())),
 		attrJSeqs:  &types.AttributeValueMemberNS{Value: ns},
 		attrJCount: avN(int64(len(seqs))),
 	}}
-	if ttl {
+	if !held {
 		in.Item[attrTTL] = avN(expiry.Unix())
 	}
 	for try := 0; ; try++ {
@@ -227,12 +263,14 @@ func (e *Engine) writeJournal(ctx context.Context, writer string, p int, seqs []
 type journalItem struct {
 	p    int
 	sk   string
+	held bool    // a held rows' listing (H#)
 	seqs []int64 // ascending
 	n    int
 }
 
 func decodeJournal(p int, it map[string]types.AttributeValue) journalItem {
 	j := journalItem{p: p, sk: getS(it, attrSK), n: int(getN(it, attrJCount))}
+	j.held = strings.HasPrefix(j.sk, heldPrefix)
 	if ns, ok := it[attrJSeqs].(*types.AttributeValueMemberNS); ok {
 		for _, v := range ns.Value {
 			if s, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -244,15 +282,17 @@ func decodeJournal(p int, it map[string]types.AttributeValue) journalItem {
 	return j
 }
 
-// queryJournal reads partition p's journal items with a sort key below upto
-// ("" for all), oldest expiry first, page by page; each page goes to fn,
-// which returns false to stop.
+// queryJournal reads partition p's journal items, oldest expiry first,
+// page by page; each page goes to fn, which returns false to stop. With
+// upto "" it reads every journal item (R#); else the held rows' listings
+// (H#, whatever their expiry: they come first, and are few) and the
+// journal items with a sort key below upto, in one Query.
 func (e *Engine) queryJournal(ctx context.Context, p int, upto string, limit int32, fn func([]journalItem) (bool, error)) error {
 	kc := "#pk = :pk AND begins_with(#sk, :r)"
 	vals := map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":r": avS(journalPrefix)}
 	if upto != "" {
-		kc = "#pk = :pk AND #sk BETWEEN :r AND :upto"
-		vals = map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":r": avS(journalPrefix), ":upto": avS(upto)}
+		kc = "#pk = :pk AND #sk BETWEEN :h AND :upto"
+		vals = map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":h": avS(heldPrefix), ":upto": avS(upto)}
 	}
 	var start map[string]types.AttributeValue
 	for {

@@ -19,13 +19,15 @@ import (
 // names it, and a claim walks back through it to the earlier live member.
 // Deleting it would cut the chain there, and the claim walk, finding the
 // row gone, would let the successor run beside that member. So such a row
-// is *held*: its end (or tombstone) carries no TTL, a journal item without
-// a TTL of its own lists it before the end is written, and retention
-// deletes it only once no earlier member of its lane is live (or lists it
-// again, to look once more a retention period later). Trimming beyond the
-// row cap never deletes a held row.
+// is *held*: its end (or tombstone) carries no TTL, a listing of its own
+// (sort key H#, journal.go; no TTL of its own) names it before the end is
+// written, and retention deletes it only once no earlier member of its
+// lane is live (or lists it again, to look once more a retention period
+// later). Trimming beyond the row cap never deletes a held row: it reads
+// only the R# journal, as builds before this one (v0.1.0) do, and those
+// never see the H# listing, so they leave the row to this build.
 
-// journalHeld is the writer name of the journal items that list held rows.
+// journalHeld is the writer name in the sort key of held rows' listings.
 const journalHeld = "held"
 
 // chainHeld reports whether a member whose predecessor link names prev
@@ -66,16 +68,16 @@ func (w endWrite) heldWrite() (string, cond) {
 	return upd, c
 }
 
-// journalHeldRow lists a row about to be held in a journal item of its own
-// (no TTL: retention must read it), before the row is written: a held row
+// journalHeldRow lists a row about to be held in a listing of its own
+// (H#, no TTL: retention must read it), before the row is written: a held row
 // has no TTL to fall back on, so a lost journal write would keep it for
 // good.
 func (e *Engine) journalHeldRow(ctx context.Context, p int, seq int64, expiry time.Time) error {
-	return e.writeJournal(ctx, journalHeld, p, []int64{seq}, expiry, false)
+	return e.writeJournal(ctx, journalHeld, p, []int64{seq}, expiry, true)
 }
 
-// retainHeld deals with held rows a journal item whose expiry passed lists
-// (seq -> the row's prev): a row no earlier live member needs any more is
+// retainHeld deals with held rows a listing (or journal item) whose expiry
+// passed names (seq -> the row's prev): a row no earlier live member needs any more is
 // deleted (with its record and evidence); the others are listed again,
 // expiring one retention period from now, before the caller deletes the
 // item that listed them.
@@ -108,7 +110,7 @@ func (e *Engine) retainHeld(ctx context.Context, p int, held map[int64]int64, no
 			n++
 		}
 	}
-	return n, e.writeJournal(ctx, journalHeld, p, keep, now.Add(e.cfg.Retention), false)
+	return n, e.writeJournal(ctx, journalHeld, p, keep, now.Add(e.cfg.Retention), true)
 }
 
 // heldCond is the condition that a row is held: ended without a TTL.

@@ -446,13 +446,14 @@ func (e *Engine) noLiveRow(ctx context.Context, p int) (bool, error) {
 	}
 }
 
-// noRow reports whether partition p holds no action row and no retention
-// journal item.
+// noRow reports whether partition p holds no action row, no retention
+// journal item and no held rows' listing (H#, R#: one range, nothing else
+// sorts between them).
 func (e *Engine) noRow(ctx context.Context, p int) (bool, error) {
-	for _, prefix := range []string{"A#", journalPrefix} {
+	for _, r := range [][2]string{{"A#", "A#~"}, {heldPrefix, journalPrefix + "~"}} {
 		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
-			TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :a)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":a": avS(prefix)},
+			TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :a AND :z"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS(partitionPK(p)), ":a": avS(r[0]), ":z": avS(r[1])},
 			ProjectionExpression:      aws.String("pk"), ConsistentRead: aws.Bool(true), Limit: aws.Int32(1),
 		})
 		if err != nil {

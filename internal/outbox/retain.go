@@ -45,50 +45,77 @@ func (e *Engine) Retain(ctx context.Context) (*RetainResult, error) {
 }
 
 // sweepPartition deletes the rows listed by partition p's journal items
-// whose expiry passed, then the items themselves.
+// and held rows' listings whose expiry passed, then the items themselves.
+// The held listings come first in the Query, and are dealt with last: a
+// held row whose lane's earlier members are deleted in this pass goes in
+// this pass too.
 func (e *Engine) sweepPartition(ctx context.Context, p int, now time.Time) (int, error) {
 	n := 0
+	var held []journalItem
 	err := e.queryJournal(ctx, p, journalUpTo(now), 0, func(page []journalItem) (bool, error) {
 		for _, j := range page {
-			// Rows TTL already removed are skipped by a read (half a read
-			// unit each) rather than a refused delete (a write unit each).
-			rows, err := e.readEnded(ctx, p, j.seqs)
-			if err != nil {
-				return false, err
+			if j.held {
+				if exp, ok := listingExpiry(j.sk); !ok || !exp.After(now) {
+					held = append(held, j)
+				}
+				continue
 			}
-			held := map[int64]int64{}
-			for _, seq := range j.seqs {
-				it, ok := rows[seq]
-				if ok && isHeld(it) {
-					held[seq] = getN(it, attrPrev)
-					continue
-				}
-				if !ok || !State(getS(it, attrState)).Ended() || getN(it, attrTTL) > now.Unix() {
-					// Gone, or not this journal's to delete: a row that
-					// was erased into a tombstone later carries a later
-					// TTL and is listed again by the erasure's journal.
-					continue
-				}
-				ok, err := e.deleteEnded(ctx, partitionPK(p), actionSK(seq), now.Unix())
-				if err != nil {
-					return false, err
-				}
-				if ok {
-					n++
-				}
-			}
-			m, err := e.retainHeld(ctx, p, held, now)
+			m, err := e.sweepItem(ctx, j, now)
 			n += m
 			if err != nil {
-				return false, err
-			}
-			if err := e.deleteJournal(ctx, j); err != nil {
 				return false, err
 			}
 		}
 		return true, nil
 	})
+	for _, j := range held {
+		if err != nil {
+			break
+		}
+		var m int
+		m, err = e.sweepItem(ctx, j, now)
+		n += m
+	}
 	return n, err
+}
+
+// sweepItem deletes the rows a journal item (or a held listing) whose
+// expiry passed lists, then the item.
+func (e *Engine) sweepItem(ctx context.Context, j journalItem, now time.Time) (int, error) {
+	p, n := j.p, 0
+	// Rows TTL already removed are skipped by a read (half a read
+	// unit each) rather than a refused delete (a write unit each).
+	rows, err := e.readEnded(ctx, p, j.seqs)
+	if err != nil {
+		return 0, err
+	}
+	held := map[int64]int64{}
+	for _, seq := range j.seqs {
+		it, ok := rows[seq]
+		if ok && isHeld(it) {
+			held[seq] = getN(it, attrPrev)
+			continue
+		}
+		if !ok || !State(getS(it, attrState)).Ended() || getN(it, attrTTL) > now.Unix() {
+			// Gone, or not this journal's to delete: a row that
+			// was erased into a tombstone later carries a later
+			// TTL and is listed again by the erasure's journal.
+			continue
+		}
+		ok, err := e.deleteEnded(ctx, partitionPK(p), actionSK(seq), now.Unix())
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	m, err := e.retainHeld(ctx, p, held, now)
+	n += m
+	if err != nil {
+		return n, err
+	}
+	return n, e.deleteJournal(ctx, j)
 }
 
 // readEnded reads, eventually consistently, the state and TTL of the listed
@@ -270,8 +297,9 @@ func (e *Engine) trimJournalItem(ctx context.Context, j journalItem, take []int6
 			held[seq] = getN(old, attrPrev)
 		}
 	}
-	// A held row is not trimmed blindly: only once its lane no longer
-	// needs it; else it is listed again (lanehold.go).
+	// A held row is listed under H# (lanehold.go), which trimming does
+	// not read; one met here all the same is not trimmed blindly: only
+	// once its lane no longer needs it, else it is listed again.
 	m, err := e.retainHeld(ctx, j.p, held, e.clk.Now())
 	n += m
 	if err != nil {

@@ -113,7 +113,7 @@ func (d *simDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...fun
 		d.leave(p, "PutItem", nil, nil)
 		return &dynamodb.PutItemOutput{}, nil
 	}
-	journal := strings.HasPrefix(str(in.Item, "sk"), "R#")
+	journal := strings.HasPrefix(str(in.Item, "sk"), "R#") || strings.HasPrefix(str(in.Item, "sk"), "H#") // H#: held rows' listings
 	if d.w.opt.Broken&BreakDropJournal != 0 && journal {
 		d.leave(p, "PutItem", nil, nil)
 		return &dynamodb.PutItemOutput{}, nil

@@ -517,7 +517,7 @@ func (w *world) finalChecks() {
 			if str(it, "pk") == "M#partitions" {
 				pmap = it
 			}
-			if s := str(it, "sk"); strings.HasPrefix(s, "R#") {
+			if s := str(it, "sk"); strings.HasPrefix(s, "R#") || strings.HasPrefix(s, "H#") {
 				part, _ := strconv.Atoi(strings.TrimPrefix(str(it, "pk"), "P#"))
 				if ns, ok := it["seqs"].(*types.AttributeValueMemberNS); ok {
 					for _, v := range ns.Value {

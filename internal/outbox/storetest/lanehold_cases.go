@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,6 +59,7 @@ func holdLane(t *testing.T, tb *bundle) (a, b, c, d outbox.Action, e2 *outbox.En
 func heldUntilTheHeadEnds(ctx context.Context, t *testing.T, tb *bundle, a, b, c, d outbox.Action) {
 	t.Helper()
 	require.Equal(t, b.Seq, tb.prevOf(t, c), "the relink did not happen: c still names b")
+	heldListedApart(t, tb, b)
 	// Past b's retention (and its TTL, had it one): retention runs, and
 	// the lane still waits for a (the claim's walk stops at a missing b).
 	tb.b.Clock.Advance(3 * time.Hour)
@@ -103,3 +106,24 @@ var _ = register("LaneMemberErasedWithoutItsRelinkIsKeptWhileAnEarlierOneLives",
 	require.Equal(t, string(outbox.StopErased), str(tb.rawRow(t, b), "sr"), "b is a tombstone")
 	heldUntilTheHeadEnds(ctx, t, tb, a, b, c, d)
 })
+
+// heldListedApart checks where b, held, is listed: by a listing of its own
+// (sort key H#, no TTL), never by the retention journal (R#), the only
+// listing builds before ADR 0019 (v0.1.0) read: so they neither trim b
+// beyond the row cap nor drop its listing (ADR 0019, "Mixed builds").
+func heldListedApart(t *testing.T, tb *bundle, b outbox.Action) {
+	t.Helper()
+	for _, j := range tb.journal(t) {
+		if j.pk == fmt.Sprintf("P#%d", b.Partition) {
+			require.NotContains(t, j.seqs, b.Seq, "the retention journal (R#) lists held b: %s", j.sk)
+		}
+	}
+	var held []journalEntry
+	for _, j := range tb.listings(t, "H#") {
+		if j.pk == fmt.Sprintf("P#%d", b.Partition) && slices.Contains(j.seqs, b.Seq) {
+			held = append(held, j)
+		}
+	}
+	require.Len(t, held, 1, "one held listing names b")
+	require.Contains(t, held[0].sk, "#held#")
+}
