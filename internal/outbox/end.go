@@ -270,6 +270,9 @@ func (e *Engine) endWrite(ctx context.Context, w endWrite, l *endLane) (writeErr
 				l.journaled = true
 			}
 			upd, c = w.heldWrite()
+		} else if l.relinkAt < 0 && !l.inOrder && a.LaneKey != "" && a.PrevSeq != 0 {
+			// Out of order, no relink, not held (lanehold.go).
+			upd, c = w.chainEndWrite()
 		}
 		if len(l.items) == 0 {
 			return e.updateSettled(ctx, &dynamodb.UpdateItemInput{

@@ -33,9 +33,13 @@ const journalHeld = "held"
 // chainHeld reports whether a member whose predecessor link names prev
 // (its row pr as read: state and prev; nil when gone) must be held when
 // it ends without a relink: the chain goes on through prev to an earlier
-// member that may be live. A gone or in-order ended predecessor ends the
-// chain; a live one holds it; an ended one that keeps its own prev is
-// walked back (at most maxLaneWalk rows; past that, held).
+// member that may be live. A gone predecessor ends the chain, and so does
+// an ended one without prev: it ended in lane order, or out of order
+// without its relink and not held (no member before it live then: such an
+// end drops its prev too, chainEndWrite). A live one holds it; an ended
+// one that keeps its own prev (held, a tombstone, or one taken out of the
+// chain by its relink after this member read its own link) is walked back
+// (at most maxLaneWalk rows; past that, held).
 func (e *Engine) chainHeld(ctx context.Context, p int, prev int64, pr map[string]types.AttributeValue) (bool, error) {
 	switch {
 	case pr == nil:
@@ -66,6 +70,21 @@ func (w endWrite) heldWrite() (string, cond) {
 		}
 	}
 	return upd, c
+}
+
+// chainEndWrite is the end's write of a member that ends out of order
+// without its relink and is not held: no member before it is live (and
+// none comes back), so, as an end in lane order does, it drops its prev
+// and the chain ends there. An out-of-order end behind it (a claim-fenced
+// group finished member by member, each behind the one before) then reads
+// nothing more and holds nothing, where it would walk back over every
+// ended member before it and hold past maxLaneWalk.
+func (w endWrite) chainEndWrite() (string, cond) {
+	c := cond{expr: w.cond.expr, names: map[string]string{"#prev": attrPrev}, vals: w.cond.vals}
+	for k, v := range w.cond.names {
+		c.names[k] = v
+	}
+	return w.upd + ", #prev", c
 }
 
 // journalHeldRow lists a row about to be held in a listing of its own

@@ -127,3 +127,31 @@ func heldListedApart(t *testing.T, tb *bundle, b outbox.Action) {
 	require.Len(t, held, 1, "one held listing names b")
 	require.Contains(t, held[0].sk, "#held#")
 }
+
+// A claim-fenced group finished member by member (a library caller's
+// AttemptFinish) ends each member out of order, behind the one before:
+// none of them is held, since no earlier member is live, and each drops
+// its prev as an end in lane order does (no relink, not held), so the next
+// end reads nothing more. Before, each end walked back over every ended
+// member before it (one read per hop), and past maxLaneWalk (32) hops took
+// the chain as live and held the rest.
+var _ = register("ClaimFencedGroupFinishedMemberByMemberHoldsNothing", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Retention = time.Hour })
+	var ms []outbox.Action
+	for i := 0; i < 40; i++ {
+		ms = append(ms, tb.enqueue(t, outbox.EnqueueParams{LaneKey: "L"}))
+	}
+	res, _, _ := tb.claim(t, 0, 100)
+	require.Len(t, res.Groups, 1)
+	require.Len(t, res.Groups[0], 40)
+	for _, x := range res.Groups[0] {
+		_, err := tb.e.AttemptFinish(ctx, x, outbox.Done("x"))
+		require.NoError(t, err)
+	}
+	for i, m := range ms {
+		row := tb.rawRow(t, m)
+		require.Contains(t, row, "ttl", "member %d was held (no TTL)", i)
+		require.NotContains(t, row, "prev", "member %d kept its prev", i)
+	}
+	require.Empty(t, tb.listings(t, "H#"))
+})

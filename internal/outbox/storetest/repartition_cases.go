@@ -428,32 +428,29 @@ var _ = register("AboveTheCountAHolderEndingFirstRefusesTheJoin", func(ctx conte
 // walk looks past) the lane waits above the count, as it would under it:
 // the next member joins behind the tail, its check on the last row the
 // walk read being there; once retention deleted the ended rows it runs.
+// The ended members are held (ADR 0019): a proposal heads the lane, the
+// first member behind it is cancelled with every relink refused, and each
+// later one, cancelled in turn, ends behind it without a relink.
 var _ = register("AboveTheCountAnEndedTailPastTheWalkWaitsBehindIt", func(ctx context.Context, t *testing.T, nb NewBackend) {
 	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 8; c.Retention = time.Hour })
 	lane := laneMoving("ws", 8, 2)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane, Propose: true})
 	var ms []outbox.Action
 	for i := 0; i < 40; i++ {
 		ms = append(ms, tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane}))
 	}
 	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
-	res, _, _ := tb.claim(t, ms[0].Partition, 100)
-	require.Len(t, res.Groups, 1)
-	require.Len(t, res.Groups[0], 40)
-	// They end in order; the last end's tail delete is lost.
-	e2, f := tb.faulty(t)
-	f.rule = func(op string, k map[string]types.AttributeValue) fault {
-		if op == "DeleteItem" && isLaneTail(k) {
-			return failBefore
-		}
-		return noFault
-	}
-	for i, x := range res.Groups[0] {
+	e2, err := outbox.New(&refuseRelinks{DynamoDB: tb.b.DB}, tb.b.Clock, Registry(tb.rec, tb.b.Table, false), tb.cfg)
+	require.NoError(t, err)
+	for i, m := range ms {
 		e := tb.e
-		if i == len(res.Groups[0])-1 {
+		if i == 0 {
 			e = e2
 		}
-		_, err := e.AttemptFinish(ctx, x, outbox.Done("x"))
+		_, err := e.Cancel(ctx, m.ID)
 		require.NoError(t, err)
+		require.NotContains(t, tb.rawRow(t, m), "ttl", "member %d is held", i)
+		tb.b.Clock.Advance(time.Millisecond)
 	}
 	last := ms[len(ms)-1]
 	require.Equal(t, last.Seq, nAttr(t, tb.tailRow(t, "ws", lane), "seq"))
@@ -469,10 +466,12 @@ var _ = register("AboveTheCountAnEndedTailPastTheWalkWaitsBehindIt", func(ctx co
 	}
 	require.True(t, held, "the check is that the row the walk stopped at is there")
 	require.NoError(t, tb.transact(pe.Items))
+	_, err = tb.e.Cancel(ctx, a.ID)
+	require.NoError(t, err)
 	tb.b.Clock.Advance(2 * time.Hour)
 	ret, err := tb.settled().Retain(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 40, ret.Deleted)
+	require.Equal(t, 41, ret.Deleted, "the proposal, then the 40 held members in the order they ended")
 	r, _, _ := tb.claim(t, last.Partition, 10)
 	require.Equal(t, [][]string{{pe.Action.ID}}, ids(r))
 })
