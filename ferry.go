@@ -207,7 +207,9 @@ func (o *Outbox) EnqueueBatch(ctx context.Context, ps []EnqueueParams) ([]Enqueu
 
 // EnqueueItems builds the items that create an action, for the caller to
 // append to its own TransactWriteItems; PreparedEnqueue.Resolve explains a
-// failed transaction (an idempotency key already used, say).
+// failed transaction (an idempotency key already used, say). Send them at
+// once: items older than 30 seconds (a retry's included) must be prepared
+// again, since the partition they name may have been retired meanwhile.
 func (o *Outbox) EnqueueItems(ctx context.Context, p EnqueueParams) (*PreparedEnqueue, error) {
 	return o.engine.EnqueueItems(ctx, p)
 }

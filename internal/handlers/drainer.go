@@ -44,6 +44,10 @@ type DrainerHandler struct {
 	// budget plus one attempt (design.md §6). Work left at the budget is
 	// no failure: the scheduled sweep and the next wake-up take it.
 	StreamBudget time.Duration
+	// Parallel, when set, runs a stream batch's partition drains, f(0..n-1)
+	// all at once (outbox.Parallel); nil: a goroutine each. The simulator
+	// (internal/sim) sets it so that it interleaves them on its schedule.
+	Parallel func(n, limit int, f func(i int, free func()))
 }
 
 // DefaultStreamBudget is DrainerHandler.StreamBudget's default.
@@ -149,22 +153,19 @@ func (h *DrainerHandler) HandleStream(ctx context.Context, ev events.DynamoDBEve
 	var total SweepResponse
 	failed := make([]bool, len(partitions))
 	var mu sync.Mutex // guards total
-	var wg sync.WaitGroup
-	for i, p := range partitions {
-		wg.Go(func() {
-			var mine SweepResponse
-			err := h.drainPartition(ctx, p, w, &mine)
-			mu.Lock()
-			total.addResponse(mine)
-			mu.Unlock()
-			if err != nil {
-				h.Log.WarnContext(ctx, "partition not drained; its records will be retried",
-					slog.Int("partition", p), slog.Any("error", err))
-				failed[i] = true
-			}
-		})
-	}
-	wg.Wait()
+	h.allAtOnce(len(partitions), func(i int) {
+		p := partitions[i]
+		var mine SweepResponse
+		err := h.drainPartition(ctx, p, w, &mine)
+		mu.Lock()
+		total.addResponse(mine)
+		mu.Unlock()
+		if err != nil {
+			h.Log.WarnContext(ctx, "partition not drained; its records will be retried",
+				slog.Int("partition", p), slog.Any("error", err))
+			failed[i] = true
+		}
+	})
 	for i, p := range partitions { // failures in partition order
 		if !failed[i] {
 			continue
@@ -177,6 +178,20 @@ func (h *DrainerHandler) HandleStream(ctx context.Context, ev events.DynamoDBEve
 		slog.Int("partitions", len(partitions)), slog.Int("failed_records", len(resp.BatchItemFailures)),
 		slog.Int("claimed", total.Claimed), slog.Int("ended", total.Ended))
 	return resp, nil
+}
+
+// allAtOnce calls f(0..n-1) at once (Parallel, or a goroutine each) and
+// returns when every call has returned.
+func (h *DrainerHandler) allAtOnce(n int, f func(i int)) {
+	if h.Parallel != nil {
+		h.Parallel(n, n, func(i int, _ func()) { f(i) })
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
 }
 
 func (h *DrainerHandler) claimUntil(ctx context.Context) time.Time {

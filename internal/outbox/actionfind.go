@@ -50,6 +50,9 @@ type ActionFindResult struct {
 type findCursor struct {
 	Source string            `json:"s"`
 	Key    map[string]string `json:"k"`
+	// Parts are a lane listing's partitions, in the order it reads them
+	// (laneReadAt).
+	Parts []int `json:"p,omitempty"`
 }
 
 // ActionFind lists actions for an operator: with a subject it reads the
@@ -64,7 +67,7 @@ func (e *Engine) ActionFind(ctx context.Context, p ActionFindParams) (*ActionFin
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	start, source, err := decodeFindCursor(p.Cursor, p.source())
+	start, source, parts, err := decodeFindCursor(p.Cursor, p.source())
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +80,7 @@ func (e *Engine) ActionFind(ctx context.Context, p ActionFindParams) (*ActionFin
 			// ones (a filter left some out) read a full batch.
 			limit = min(limit, int32(p.Limit))
 		}
-		items, last, scanned, err := e.findPage(ctx, source, p, start, limit)
+		items, last, scanned, err := e.findPage(ctx, source, p, start, limit, &parts)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +99,7 @@ func (e *Engine) ActionFind(ctx context.Context, p ActionFindParams) (*ActionFin
 		}
 		start = last
 	}
-	res.NextCursor = encodeFindCursor(source, start)
+	res.NextCursor = encodeFindCursor(source, start, parts)
 	return res, nil
 }
 
@@ -166,18 +169,20 @@ func findKey(source string, it map[string]types.AttributeValue) map[string]types
 }
 
 // findPage reads one page of source: up to limit rows from start, the key
-// to go on from (nil at the end) and how many rows it examined.
-func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams, start map[string]types.AttributeValue, limit int32) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, int, error) {
+// to go on from (nil at the end) and how many rows it examined. A lane's
+// listing reads its partitions in the order parts keeps (laneReadAt).
+func (e *Engine) findPage(ctx context.Context, source string, p ActionFindParams, start map[string]types.AttributeValue, limit int32, parts *[]int) ([]map[string]types.AttributeValue, map[string]types.AttributeValue, int, error) {
 	switch source {
 	case findSubject:
 		return e.findSubjectPage(ctx, p, start, limit)
 	case findWorkspace:
 		return e.findWorkspacePage(ctx, p, start, limit)
 	case findLane:
-		part, after, err := e.laneReadAt(ctx, laneID{p.WorkspaceID, p.LaneKey}, start)
+		part, after, ps, err := e.laneReadAt(ctx, laneID{p.WorkspaceID, p.LaneKey}, start, *parts)
 		if err != nil {
 			return nil, nil, 0, err
 		}
+		*parts = ps
 		q, err := e.db.Query(ctx, &dynamodb.QueryInput{
 			TableName: e.table(), KeyConditionExpression: aws.String("#pk = :pk AND begins_with(#sk, :a)"),
 			FilterExpression:          aws.String("#lane = :lane AND #ws = :ws"),
@@ -328,28 +333,28 @@ func (p ActionFindParams) source() string {
 
 // decodeFindCursor reads a find's cursor (nil start when there is none) and
 // the source it goes on reading; a cursor of another source is refused.
-func decodeFindCursor(cursor, source string) (map[string]types.AttributeValue, string, error) {
+func decodeFindCursor(cursor, source string) (map[string]types.AttributeValue, string, []int, error) {
 	if cursor == "" {
-		return nil, source, nil
+		return nil, source, nil, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	var c findCursor
 	if err == nil {
 		err = json.Unmarshal(raw, &c)
 	}
-	if err != nil || c.Source != source || len(c.Key) == 0 {
-		return nil, "", &ValidationError{Field: "cursor", Message: "malformed cursor, or one of another listing"}
+	if err != nil || c.Source != source || len(c.Key) == 0 || !validLaneParts(c.Parts) {
+		return nil, "", nil, &ValidationError{Field: "cursor", Message: "malformed cursor, or one of another listing"}
 	}
 	start := map[string]types.AttributeValue{}
 	for k, v := range c.Key {
 		start[k] = avS(v)
 	}
-	return start, c.Source, nil
+	return start, c.Source, c.Parts, nil
 }
 
 // encodeFindCursor is the cursor that resumes a find of source at start.
-func encodeFindCursor(source string, start map[string]types.AttributeValue) string {
-	c := findCursor{Source: source, Key: map[string]string{}}
+func encodeFindCursor(source string, start map[string]types.AttributeValue, parts []int) string {
+	c := findCursor{Source: source, Key: map[string]string{}, Parts: parts}
 	for k, v := range start {
 		c.Key[k] = getS(map[string]types.AttributeValue{k: v}, k)
 	}

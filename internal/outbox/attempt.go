@@ -33,11 +33,19 @@ func safeCall(class DeliveryClass, fenced bool, f func() Result) (r Result) {
 	return f()
 }
 
+// leaseAt is the lease a claim or a renewal at now gives, as the row stores
+// it: whole milliseconds. The attempt keeps that one, so that its provider
+// call's budget (callBudget) ends inside the lease every other drainer
+// reads, not up to a millisecond after it.
+func leaseAt(now time.Time, lease time.Duration) time.Time {
+	return now.Add(lease).Truncate(time.Millisecond)
+}
+
 // leaseRenew extends a held claim's lease to now+Lease, for lane members
 // that waited behind their head. It is refused once the claim is lost.
 func (e *Engine) leaseRenew(ctx context.Context, a *Action) error {
 	now := e.clk.Now().UTC()
-	lx := now.Add(e.cfg.Lease)
+	lx := leaseAt(now, e.cfg.Lease)
 	c := condHeld(a.Epoch, a.Owner).and(cond{
 		expr:  "#lx > :cnow",
 		names: map[string]string{"#lx": attrLease},
@@ -496,7 +504,12 @@ var ErrNotHeld = errors.New("outbox: claim not held")
 // as the drainer does after Execute: held must carry the claim's epoch and
 // owner (as Claim returned it). It is for callers that run attempts
 // themselves (tests, custom drivers). The write is refused with ErrNotHeld
-// when the claim is no longer held.
+// when the claim is no longer held. A Retry or Defer of an action whose
+// write fence an earlier attempt left (held.WriteStartedAt set by no claim
+// of the caller's: Claim reclaimed it) proves nothing about that attempt's
+// call: it is written as the engine writes an attempt that could not read
+// back (unprovenRetry: a read-back kind stays EXECUTING with its fence and
+// is read back first; the last attempt ends UNCERTAIN).
 func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*Action, error) {
 	if res.Outcome <= OutcomeNone || res.Outcome >= OutcomeAbandoned {
 		return nil, &ValidationError{Field: "outcome", Message: fmt.Sprintf("outcome %s cannot be written", res.Outcome)}
@@ -509,6 +522,7 @@ func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*A
 	// The write is guarded by the epoch and owner the caller holds, not by
 	// what was just read.
 	cur.Epoch, cur.Owner = held.Epoch, held.Owner
+	res = e.unprovenRetry(&cur, &held, res)
 	d := e.decideAttempt(&cur, res)
 	// A caller may finish a lane member claimed behind a head that has not
 	// ended; only a set write fence proves the lane before it ended, and not
@@ -522,6 +536,34 @@ func (e *Engine) AttemptFinish(ctx context.Context, held Action, res Result) (*A
 		return nil, fmt.Errorf("action %s epoch %d owner %q: %w", cur.ID, held.Epoch, held.Owner, ErrNotHeld)
 	}
 	return e.ActionGet(ctx, cur.ID)
+}
+
+// unprovenRetry is what AttemptFinish writes for a caller's Retry or Defer
+// of an action whose write fence an earlier attempt left: that attempt may
+// have called the provider, and only a read-back proves the effect absent
+// (design.md §7.2), which the caller's answer does not. It is what the
+// engine's own attempt writes when it cannot read back: a Reread for a kind
+// that reads back (the fence stays, the next attempt reads back first; at
+// the last attempt UNCERTAIN), UNCERTAIN for an at-most-once kind; an
+// idempotent receiver may be sent again: its answer stands. A fence the
+// caller's own
+// claim set (Claim, design.md §5) was set when nothing had been sent: the
+// answer stands.
+func (e *Engine) unprovenRetry(cur, held *Action, res Result) Result {
+	if (res.Outcome != OutcomeRetry && res.Outcome != OutcomeDefer) || cur.WriteStartedAt.IsZero() {
+		return res
+	}
+	if held.claim.fenced && !held.claim.reclaimed && cur.WriteStartedAt.Equal(held.WriteStartedAt) {
+		return res
+	}
+	class := ReadBack // a kind this build does not know: the fence stays
+	if ad, ok := e.reg.Lookup(cur.Kind); ok {
+		class = ad.Spec().Class
+	}
+	if class == IdempotentReceiver {
+		return res
+	}
+	return normalizeResult(class, true, Result{Outcome: OutcomeReread, Wait: res.Wait, Err: res.Err})
 }
 
 // errNoCallBudget is the cause recorded when the write fence landed too late

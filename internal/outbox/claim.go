@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -212,7 +211,7 @@ type claimRun struct {
 func (e *Engine) claimStart(ctx context.Context, p int, cp ClaimParams) (*claimRun, error) {
 	now := e.clk.Now().UTC()
 	r := &claimRun{
-		p: p, cp: cp, now: now, lx: now.Add(e.cfg.Lease), limit: cp.Limit, h: cp.hold,
+		p: p, cp: cp, now: now, lx: leaseAt(now, e.cfg.Lease), limit: cp.Limit, h: cp.hold,
 		fetched: map[int64]bool{}, live: map[int64]bool{}, skip: map[int64]bool{},
 		renew: map[int64]time.Time{}, leaseOf: map[int64]time.Time{}, blockedUntil: map[int64]time.Time{},
 	}
@@ -292,7 +291,7 @@ func (e *Engine) claimWrite(ctx context.Context, r *claimRun, groups [][]candida
 	}
 	runs := make([][]Action, len(groups))
 	refused := make([]int, len(groups))
-	eachBounded(len(groups), r.cp.Concurrency, func(gi int) {
+	e.each(len(groups), r.cp.Concurrency, func(gi int) {
 		runs[gi], refused[gi] = e.claimGroup(ctx, r, groups[gi])
 	})
 	for gi, run := range runs {
@@ -407,28 +406,6 @@ func (e *Engine) claimOne(ctx context.Context, r *claimRun, c candidate, head in
 	// No answer after the retries (or another failure): read back.
 	it, gerr := e.getRow(context.WithoutCancel(ctx), c.a.Partition, c.a.Seq)
 	return gerr == nil && mine(it)
-}
-
-// eachBounded calls f(0..n-1), up to limit at once; with a limit of 1 or
-// less, one after another in the caller's goroutine (the simulator runs
-// drainers as coroutines: one goroutine each).
-func eachBounded(n, limit int, f func(i int)) {
-	if limit <= 1 || n <= 1 {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			f(i)
-		})
-	}
-	wg.Wait()
 }
 
 // claimForgetSettled writes the fence's lone in-flight update when a

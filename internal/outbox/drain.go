@@ -265,25 +265,16 @@ func (e *Engine) drainBatch(ctx context.Context, partition int, h *fenceHold, p 
 func (e *Engine) runGroups(ctx context.Context, groups [][]Action, rows map[int64]map[string]types.AttributeValue, p DrainParams, res *DrainResult) error {
 	var mu sync.Mutex
 	var firstErr error
-	sem := make(chan struct{}, p.Concurrency)
-	var wg sync.WaitGroup
-	for _, g := range groups {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(g []Action) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			local := &DrainResult{}
-			err := e.runGroup(ctx, g, rows, p, local)
-			mu.Lock()
-			defer mu.Unlock()
-			res.add(local)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-		}(g)
-	}
-	wg.Wait()
+	e.each(len(groups), p.Concurrency, func(gi int) {
+		local := &DrainResult{}
+		err := e.runGroup(ctx, groups[gi], rows, p, local)
+		mu.Lock()
+		defer mu.Unlock()
+		res.add(local)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	})
 	return firstErr
 }
 
@@ -421,40 +412,34 @@ func (e *Engine) Sweep(ctx context.Context, p DrainParams) (*DrainResult, error)
 	return e.sweepOverlapped(ctx, p, first, n, total)
 }
 
-// sweepOverlapped is Sweep probing p.Partitions partitions at once.
+// sweepOverlapped is Sweep probing p.Partitions partitions at once: a
+// partition's drain gives its place to the next partition once it has
+// claimed (DrainParams.Started).
 func (e *Engine) sweepOverlapped(ctx context.Context, p DrainParams, first, n int, total *DrainResult) (*DrainResult, error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
-		drains   sync.WaitGroup
 	)
-	places := make(chan struct{}, min(p.Partitions, n))
-	for i := range n {
-		places <- struct{}{}
+	e.eachFreeing(n, min(p.Partitions, n), func(i int, free func()) {
 		mu.Lock()
 		stop := firstErr != nil
 		mu.Unlock()
 		if stop {
-			break
+			return
 		}
 		part := (first + i) % n
 		q := p
-		free := sync.OnceFunc(func() { <-places })
 		q.Started = free
-		drains.Go(func() {
-			defer free()
-			r, err := e.DrainPartition(ctx, part, q)
-			mu.Lock()
-			defer mu.Unlock()
-			if r != nil {
-				total.add(r)
-			}
-			if err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("error draining partition %d: %w", part, err)
-			}
-		})
-	}
-	drains.Wait()
+		r, err := e.DrainPartition(ctx, part, q)
+		mu.Lock()
+		defer mu.Unlock()
+		if r != nil {
+			total.add(r)
+		}
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("error draining partition %d: %w", part, err)
+		}
+	})
 	return total, firstErr
 }
 
@@ -525,7 +510,9 @@ func (e *Engine) Drain(ctx context.Context) error {
 }
 
 // makeDue brings every waiting ADMITTED action and every unheld EXECUTING
-// action (a Reread wait) forward to now.
+// action (a Reread wait) forward to now, of the kinds and variants this
+// build decodes: another build's row keeps the wait that build chose
+// (rolling upgrades, design.md §11 invariant 8).
 func (e *Engine) makeDue(ctx context.Context) error {
 	now := e.clk.Now().UTC()
 	_, live, err := e.partitionCounts(ctx)
@@ -536,6 +523,9 @@ func (e *Engine) makeDue(ctx context.Context) error {
 		var firstErr error
 		err := e.eachDuePage(ctx, dueQuery{partition: part}, func(rows []dueRow) bool {
 			for _, r := range rows {
+				if _, ok := e.reg.Decodes(r.a.Kind, r.a.Variant); !ok {
+					continue
+				}
 				if err := e.makeRowDue(ctx, r.a, now); err != nil {
 					firstErr = err
 					return false

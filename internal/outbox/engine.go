@@ -116,6 +116,7 @@ type Engine struct {
 	ident  identityCache // the table's identity, once read (ident.go)
 	pmap   mapCache      // the partition map, read again after MapTTL (partmap.go)
 	idRand io.Reader     // where a new table's identity comes from
+	par    Parallel      // runs work that may run at once; nil: goroutines (parallel.go)
 }
 
 // New builds an engine. It applies Config defaults and validates them.

@@ -699,7 +699,12 @@ func (e *Engine) idemLookup(ctx context.Context, ws, ikey string) (*Action, erro
 // EnqueueItems is library mode: it returns the items that create the action,
 // for the caller to append to its own TransactWriteItems. The action exists
 // exactly when that transaction commits. If the transaction is cancelled,
-// Resolve tells whether the idempotency key was already used.
+// Resolve tells whether the idempotency key was already used. The items
+// are good for MapTTL: they name a partition as the partition map stood,
+// and a partition above a lowered count is retired 2 x MapTTL after the
+// change once it is empty (design.md §3.12), so a transaction sent later
+// could put the action where no sweep looks. A caller sends them at once
+// and prepares them again past MapTTL (design.md §4.5).
 func (e *Engine) EnqueueItems(ctx context.Context, p EnqueueParams) (*PreparedEnqueue, error) {
 	// Library mode: the caller's transaction is refused on a stale tail
 	// and its retry cannot say so: consistent reads.

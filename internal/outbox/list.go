@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,6 +70,9 @@ type listRun struct {
 	rounds int // index reads so far
 	read   int // rows examined so far
 	res    ActionListResult
+	// parts are a lane listing's partitions in the order it reads them:
+	// fixed by its first round, carried by its cursor (laneReadAt).
+	parts []int
 }
 
 // listPage is one round's rows, in listing order, and where the next round
@@ -242,10 +246,11 @@ func (e *Engine) workspaceListPage(ctx context.Context, r *listRun) (listPage, e
 // the read. A page that ends one partition with another to go ends at the
 // next one's start (laneListFrom).
 func (e *Engine) laneListPage(ctx context.Context, r *listRun) (listPage, error) {
-	part, after, err := e.laneReadAt(ctx, laneID{r.p.WorkspaceID, r.p.LaneKey}, r.start)
+	part, after, parts, err := e.laneReadAt(ctx, laneID{r.p.WorkspaceID, r.p.LaneKey}, r.start, r.parts)
 	if err != nil {
 		return listPage{}, err
 	}
+	r.parts = parts
 	out, err := e.db.Query(ctx, &dynamodb.QueryInput{
 		TableName: e.table(), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :a)"),
 		FilterExpression:         aws.String("#ws = :ws AND #lane = :lane"),
@@ -266,32 +271,53 @@ func (e *Engine) laneListPage(ctx context.Context, r *listRun) (listPage, error)
 }
 
 // laneReadAt is where a read of a lane's actions goes on from start (nil:
-// the beginning): the partition, among lanePartitions, that start names
-// (the first one without), and the start key of the next one's read once
-// this one is read to its end (nil: the last).
-func (e *Engine) laneReadAt(ctx context.Context, lid laneID, start map[string]types.AttributeValue) (int, map[string]types.AttributeValue, error) {
-	parts, err := e.lanePartitions(ctx, lid)
+// the beginning): the partition, among the listing's partitions, that
+// start names (the first one without), and the start key of the next
+// one's read once this one is read to its end (nil: the last). The
+// listing's partitions are those it read so far (carried, in their order)
+// and then the lane's partitions (lanePartitions) not among them: the
+// order of a listing's partitions never changes under it, or a count
+// change, a map read again or a tail moved between two of its pages would
+// make it read a partition twice or skip one.
+func (e *Engine) laneReadAt(ctx context.Context, lid laneID, start map[string]types.AttributeValue, carried []int) (int, map[string]types.AttributeValue, []int, error) {
+	fresh, err := e.lanePartitions(ctx, lid)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
+	}
+	parts := append([]int(nil), carried...)
+	for _, p := range fresh {
+		if !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
 	}
 	i := 0
 	if pk := getS(start, attrPK); pk != "" {
-		i = -1
-		for j, p := range parts {
-			if partitionPK(p) == pk {
-				i = j
-			}
-		}
+		i = slices.IndexFunc(parts, func(p int) bool { return partitionPK(p) == pk })
 		if i < 0 {
-			// A partition no longer among them (the history dropped it):
-			// read it to its end, then stop.
-			return partitionOfPK(pk), nil, nil
+			// A partition no longer among them (a cursor of a build that
+			// carried none, and the history dropped it): read it to its
+			// end, then stop.
+			return partitionOfPK(pk), nil, parts, nil
 		}
 	}
 	if i+1 < len(parts) {
-		return parts[i], laneListFrom(parts[i+1]), nil
+		return parts[i], laneListFrom(parts[i+1]), parts, nil
 	}
-	return parts[i], nil, nil
+	return parts[i], nil, parts, nil
+}
+
+// validLaneParts checks the partitions a cursor carries: each a partition
+// an id may name, each once, no more than a lane listing reads.
+func validLaneParts(parts []int) bool {
+	if len(parts) > mapHistMax+2 {
+		return false
+	}
+	for i, p := range parts {
+		if p < 0 || p >= MaxPartitions || slices.Contains(parts[:i], p) {
+			return false
+		}
+	}
+	return true
 }
 
 // laneListFrom is the start key of a read from partition p's first action
@@ -332,6 +358,9 @@ type listCursor struct {
 	State State             `json:"st,omitempty"`
 	Lane  string            `json:"lane,omitempty"`
 	Key   map[string]string `json:"k"`
+	// Parts are a lane listing's partitions, in the order it reads them
+	// (laneReadAt).
+	Parts []int `json:"p,omitempty"`
 }
 
 const cursorMACBytes = 16
@@ -344,7 +373,7 @@ func (e *Engine) sealCursor(ctx context.Context, r *listRun, next map[string]typ
 	if err != nil {
 		return "", err
 	}
-	c := listCursor{V: 1, Src: r.src, WS: r.p.WorkspaceID, State: r.p.State, Lane: r.p.LaneKey, Key: map[string]string{}}
+	c := listCursor{V: 1, Src: r.src, WS: r.p.WorkspaceID, State: r.p.State, Lane: r.p.LaneKey, Key: map[string]string{}, Parts: r.parts}
 	for k := range next {
 		c.Key[k] = getS(next, k)
 	}
@@ -376,9 +405,10 @@ func (e *Engine) openCursor(ctx context.Context, r *listRun) (map[string]types.A
 	if c.V != 1 || c.WS != r.p.WorkspaceID || c.State != r.p.State || c.Lane != r.p.LaneKey || c.Key[attrPK] == "" || c.Key[attrSK] == "" {
 		return nil, errBadCursor
 	}
-	if c.Src != r.src {
+	if c.Src != r.src || !validLaneParts(c.Parts) {
 		return nil, errBadCursor
 	}
+	r.parts = c.Parts
 	start := key(c.Key[attrPK], c.Key[attrSK])
 	if c.Src == listWorkspace {
 		start[attrWorkspace], start[attrID] = avS(c.Key[attrWorkspace]), avS(c.Key[attrID])

@@ -72,6 +72,14 @@ func (w *world) breakExprs(cond, upd **string) bool {
 		u = strings.Replace(u, "REMOVE #pl, ", "REMOVE ", 1)
 		changed = true
 	}
+	if b&BreakAdmitAnyState != 0 && strings.Contains(c, "#st = :prop AND ") {
+		c = strings.Replace(c, "#st = :prop AND ", "", 1)
+		changed = true
+	}
+	if b&BreakDueKeysDropped != 0 && strings.HasPrefix(u, "SET #st = :adm, #nat = :at, #dpk = :dpk, #dsk = :dsk") {
+		u = strings.Replace(u, "SET #st = :adm, #nat = :at, #dpk = :dpk, #dsk = :dsk", "SET #st = :adm, #nat = :at", 1)
+		changed = true
+	}
 	if b&BreakUnboundedDeferrals != 0 && strings.Contains(u, deferralSet) {
 		u = strings.Replace(u, deferralSet, "", 1)
 		c = strings.Replace(c, " AND ((attribute_not_exists(#dfn) OR #dfn < :dmax) AND (attribute_not_exists(#dfs) OR #dfs > :dcut))", "", 1)
@@ -123,7 +131,14 @@ func (w *world) breakTransact(in *dynamodb.TransactWriteItemsInput) *dynamodb.Tr
 	}
 	cp := *in
 	cp.TransactItems = nil
+	caller := false
 	for _, it := range in.TransactItems {
+		caller = caller || it.Put != nil && aws.ToString(it.Put.TableName) == appTable
+	}
+	for _, it := range in.TransactItems {
+		if b&BreakItemsWithoutAction != 0 && caller && it.Put != nil && strings.HasPrefix(str(it.Put.Item, "sk"), "A#") {
+			continue
+		}
 		if cc := it.ConditionCheck; cc != nil {
 			sk := str(cc.Key, "sk")
 			if b&BreakPredecessorCheck != 0 && strings.HasPrefix(sk, "A#") {

@@ -14,64 +14,29 @@ import (
 // small range: a checker that cannot fail proves nothing.
 func TestCheckersCatchBrokenEngines(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name   string
-		broken Broken
-		check  []string
-		seeds  uint64 // seeds tried; default 60
-		// repartition: run with Options.Repartition (its final checks,
-		// ADR 0011).
-		repartition bool
-	}{
-		{"NoEpochCondition", BreakEpochCondition, []string{"fencing"}, 0, false},
-		{"NoPredecessorCheck", BreakPredecessorCheck, []string{"lanes"}, 0, false},
-		{"NoClaimFence", BreakClaimFence, []string{"claim-fence"}, 0, false},
-		{"ProviderCalledTwice", BreakProviderTwice, []string{"at-most-once"}, 0, false},
-		{"PayloadKept", BreakKeepPayload, []string{"ended-shape"}, 0, false},
-		{"AcknowledgedButNotWritten", BreakDropPut, []string{"nothing-lost"}, 0, false},
-		{"OldBuildTouchesUnknownRows", BreakOldBuildKnowsAll, []string{"rolling-upgrade"}, 0, false},
-		{"ReaperBlind", BreakReaperBlind, []string{"liveness"}, 0, false},
-		// About one seed in 25 catches it (2 of seeds 1-60 before design.md §3.3,
-		// 10 of 1-240 after; any engine change moves the runs): try more.
-		{"ClockSkewBeyondBound", BreakSkewBound, []string{"fence-margin", "fencing", "lanes"}, 240, false},
-		{"ResendAfterAccept", BreakIdemResend, []string{"idempotent-duplicates"}, 0, false},
-		{"ReadBackBlind", BreakReadBackBlind, []string{"exactly-once"}, 0, false},
-		{"NoIdempotencyRecord", BreakNoIdempotencyRecord, []string{"idempotency"}, 0, false},
-		{"JournalDropped", BreakDropJournal, []string{"retention-journal"}, 0, false},
-		{"InflightEntriesLost", BreakInflightLost, []string{"tracking"}, 0, false},
-		// About one seed in 80 catches it (v0.1.0: seeds 102, 136, 138 of
-		// 1-240; after ADR 0019's ends that drop their prev, 136, 138 of
-		// 1-240, 6 of 1-480): try more. Issue 27 item 4 makes it common.
-		{"DeferralsUnbounded", BreakUnboundedDeferrals, []string{"deferral-bound"}, 240, false},
-		{"RecordStripSkipped", BreakSkipRecordStrip, []string{"ended-shape"}, 0, false},
-		{"RetiredWithRowsLeft", BreakRetireKeptBlind, []string{"retired-empty"}, 0, true},
-		{"TailNamesAnotherPartition", BreakTailLies, []string{"one-tail"}, 0, true},
-		// Only a stale tail read (ADR 0017) makes the missing condition
-		// matter: the simulator's enqueues run one at a time.
-		{"TailPutUnconditioned", BreakTailCondition, []string{"lanes"}, 0, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	// Seeds tried per variant: 60 unless named (the variants a run reaches
+	// rarely; make sim-mutants measures how rarely).
+	tries := map[Broken]uint64{BreakSkewBound: 240, BreakUnboundedDeferrals: 240}
+	for _, v := range Variants {
+		t.Run(v.Name, func(t *testing.T) {
 			t.Parallel()
 			var seen []string
-			n := tc.seeds
+			n := tries[v.Broken]
 			if n == 0 {
 				n = 60
 			}
 			for seed := uint64(1); seed <= n; seed++ {
-				r := Run(Options{Seed: seed, Steps: 300, Broken: tc.broken, Repartition: tc.repartition})
-				for _, v := range r.Violations {
-					for _, c := range tc.check {
-						if v.Check == c {
-							require.Contains(t, string(r.Trace), "VIOLATION "+c)
-							require.Contains(t, string(r.Trace), "replay: ")
-							return
-						}
+				r := Run(Options{Seed: seed, Steps: 300, Broken: v.Broken, Repartition: v.Repartition})
+				for _, x := range r.Violations {
+					if v.Caught(r) {
+						require.Contains(t, string(r.Trace), "VIOLATION "+x.Check)
+						require.Contains(t, string(r.Trace), "replay: ")
+						return
 					}
-					seen = append(seen, fmt.Sprintf("seed %d %s", seed, v))
+					seen = append(seen, fmt.Sprintf("seed %d %s", seed, x))
 				}
 			}
-			t.Fatalf("no seed made %v fail; other violations: %v", tc.check, seen)
+			t.Fatalf("no seed made %v fail; other violations: %v", v.Checks, seen)
 		})
 	}
 }

@@ -45,6 +45,7 @@ func (d *simDB) enter(ctx context.Context, op, what string, in any) (*proc, erro
 	if p.killed {
 		return p, errKilled
 	}
+	p.ncalls++
 	d.w.cur = p
 	return p, nil
 }
@@ -60,6 +61,7 @@ func (d *simDB) leave(p *proc, op string, out any, err error) {
 	d.w.readFeed(p)
 	if err != nil {
 		p.errs++ // after the feed: a debt this very call made counts it
+		p.errCalls = append(p.errCalls, p.ncalls)
 	}
 }
 
@@ -153,6 +155,11 @@ func (d *simDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o 
 	if err != nil {
 		return nil, err
 	}
+	if d.w.opt.Broken&BreakEvidenceKept != 0 && strings.HasPrefix(str(in.Key, "sk"), "V#") {
+		out := &dynamodb.DeleteItemOutput{}
+		d.leave(p, "DeleteItem", out, nil)
+		return out, nil
+	}
 	out, err := d.db.DeleteItem(ctx, in, o...)
 	d.leave(p, "DeleteItem", out, err)
 	return out, err
@@ -168,6 +175,9 @@ func (d *simDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*d
 		return nil, err
 	}
 	out, err := d.db.Query(ctx, in, o...)
+	if err == nil && d.w.opt.Broken&BreakListingSkips != 0 && idx == "workspace" && out.LastEvaluatedKey != nil && len(out.Items) > 1 {
+		out.Items, out.Count = out.Items[:len(out.Items)-1], out.Count-1
+	}
 	if err == nil && d.w.opt.Broken&BreakReaperBlind != 0 && p.kind == "reaper" && idx == "due" {
 		out.Items, out.Count, out.LastEvaluatedKey = nil, 0, nil
 	}
@@ -223,6 +233,8 @@ func (d *simDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 		return nil, err
 	}
 	in = d.w.breakTransact(in)
+	d.w.stormFault(in)
+	d.w.hotLaneFault(p, in)
 	out, err := d.db.TransactWriteItems(ctx, in, o...)
 	d.leave(p, "TransactWriteItems", out, err)
 	return out, err
@@ -280,6 +292,8 @@ func verb(upd *string) string {
 		return "write-fence"
 	case strings.Contains(s, "#cv = if_not_exists"):
 		return "fence-take"
+	case strings.HasPrefix(s, "SET #olx = :until"):
+		return "fence-extend"
 	case strings.HasPrefix(s, "SET #olx = :now"):
 		return "fence-release"
 	case strings.Contains(s, "ADD #n"):

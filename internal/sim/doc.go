@@ -10,6 +10,8 @@
 //	go test ./internal/sim -run TestSeed -seed=123 -steps=500 -simtrace
 //	make sim-ci                     # the CI budget (part of make test)
 //	make sim-exhaustive             # every schedule of small worlds (explore.go)
+//	make sim-coverage               # how much of internal/outbox the runs reach
+//	make sim-mutants                # every planted bug on 20 fresh seeds
 //
 // # How a run works
 //
@@ -21,8 +23,39 @@
 // retention, TTL sweep, clock moves) at every protocol point: after the
 // claim, after the write fence, during the provider call, after it answered
 // and before the outcome write. A killed drainer never runs another call.
-// Drainers run with Concurrency 1, so no two goroutines ever run at once
-// and the same seed replays byte for byte (TestSameSeedSameTrace).
+// The work an engine does at once (a drain's lane groups, a sweep's
+// partitions, a claim's updates: outbox.WithParallel) becomes threads of
+// the process (threads.go), of which exactly one runs at a time, chosen by
+// the seed, so the same seed replays byte for byte whatever the
+// concurrency (TestSameSeedSameTrace).
+//
+// The drainer runs in every form a user or a function runs it
+// (functions.go, library.go): DrainPartition, the drainer function's
+// scheduled sweep (Engine.Sweep, several partitions and lane groups at
+// once, its time budget from the function's timeout) and its stream
+// invocations (the table's change records since the stream's checkpoint;
+// the records of a partition it could not drain are delivered again), the
+// API's run-now, Engine.Drain as a user's test calls it, and a library
+// driver (FenceTake, Claim, AttemptFinish, FenceRelease). Beside the
+// enqueue, the caller's own transaction (caller.go: EnqueueItems, its own
+// row, its conflicts, lost answers, late sends, Resolve) and batches;
+// delivery evidence (DeliveryRecord, as a coroutine an erasure can
+// overtake), listings and reads (reads.go), bad input, late admits and
+// cancels, and the operator's PartitionsSet (entries.go). Every exported
+// Engine method is called (TestEveryEngineEntryPointIsDriven).
+//
+// Fault schedules (schedules.go) give each seed weights of its own that
+// make rare paths common in some seeds: relink storms, retention while a
+// proposal holds its lane past the retention period, clocks at the skew
+// bound, lost read-back calls and failing read-backs, receivers deferring
+// forever, stale tail reads on one lane, count changes racing enqueues,
+// drainers dying at every point, stale holders frozen past their lease
+// while another drainer reclaims their action, write fences late in the
+// lease (as the drainer's clock reads it), a stranded lane at the front of
+// the due index, hot lanes whose enqueues give up (LaneBusyError), the
+// older build draining most partitions, two drainers started on one
+// partition, reads many times as often. Options.Classic runs the step mix of before them (the regression
+// seeds replay in it).
 //
 // Four hosts share one manual clock, each through clock.Offset with a skew
 // within ±ClockSkew/2: three of the newer build and one older build that
@@ -48,8 +81,18 @@
 // at-most-once, exactly-once for read-back kinds, idempotent duplicates only
 // after an injected ambiguity, idempotency of enqueues, the provider call's
 // deadline within the lease (fence-margin), and liveness once faults stop.
+// The steps of issue 27 add: a caller's transaction commits its action
+// exactly when its own row (caller-tx); delivery evidence never changes an
+// action, confirms an UNCERTAIN one at most once and goes with its action
+// (evidence); every action a listing selects is listed exactly once, in
+// lane order for a lane (listing); a consistent read answers the row as it
+// is (get); bad input is refused and changes nothing (bad-input); an
+// enqueue that gives up on a busy lane wrote nothing and says why; what
+// the engine reports to its Observer holds to the state machine
+// (state-machine, observer.go).
 // TestCheckersCatchBrokenEngines proves each of them against a broken
-// variant (Broken).
+// variant (Broken, one per guard of design.md §11: Variants), and make
+// sim-mutants measures how many fresh seeds catch each.
 //
 // A lane member that ended out of order and was then deleted (retention,
 // TTL) while an earlier member is live used to cut the engine's lane chain

@@ -57,7 +57,7 @@ type exRun struct {
 
 // newExploreWorld builds a world for one schedule of spec.
 func newExploreWorld(spec *exWorld, broken Broken, silent bool) *world {
-	w := newWorld(Options{Seed: 1, Steps: 0, Broken: broken})
+	w := newWorld(Options{Seed: 1, Steps: 0, Broken: broken, Classic: true}) // no fault schedules: the explorer decides
 	w.silent = silent
 	w.maxLag, w.ttlDelay = 0, 0
 	w.stale.window = 0
@@ -110,16 +110,8 @@ func (x *exRun) start() {
 		if ps.kind == "drainer" {
 			p.owner = fmt.Sprintf("d%d-%s", p.id, ps.name)
 		}
-		p.co = true
-		p.resume = make(chan struct{})
-		p.yielded = make(chan string)
 		run := ps.run
-		go func() {
-			<-p.resume
-			p.err = run(p.ctx(), w, p)
-			p.yielded <- ""
-		}()
-		w.procs = append(w.procs, p)
+		w.startCoroutine(p, func() { p.err = run(p.ctx(), w, p) })
 		w.stepProc(p)
 	}
 }

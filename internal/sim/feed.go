@@ -88,6 +88,10 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 		w.violate("ended-shape", nil, "idempotency record %s has a TTL (its action ended) and still a payload", pk)
 		return
 	}
+	if strings.HasPrefix(pk, "P#") && strings.HasPrefix(sk, "V#") {
+		w.observeEvidence(p, pk, sk, c)
+		return
+	}
 	if !strings.HasPrefix(pk, "P#") || !strings.HasPrefix(sk, "A#") {
 		return
 	}
@@ -104,6 +108,12 @@ func (w *world) observe(p *proc, c ddblocal.Change) {
 		w.outOfDue[id] = true
 	} else {
 		delete(w.outOfDue, id)
+	}
+	if p != nil && p.kind == "evidence" {
+		// Evidence is kept beside its action, which it never changes
+		// (design.md §3.9).
+		w.violate("evidence", []string{id}, "%s, recording delivery evidence, wrote action %s", p.name, id)
+		return
 	}
 	switch c.EventName {
 	case ddblocal.EventInsert:
@@ -127,7 +137,7 @@ func (w *world) histf(r *row, p *proc, format string, args ...any) {
 }
 
 func (w *world) onInsert(p *proc, id string, it ddblocal.Item) {
-	r := &row{id: id, item: it}
+	r := &row{id: id, item: it, createdAt: w.clk.Now(), createdSeq: w.change()}
 	if old := w.rows[id]; old != nil && old.gone == "" {
 		w.violate("nothing-lost", []string{id}, "action %s was written over by a new action", id)
 	}
@@ -189,6 +199,7 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 			return
 		}
 		w.markGone(r, "erased")
+		r.goneBy, r.goneCall = p, p.ncalls
 		return
 	}
 	ost, nst := state(old), state(nw)
@@ -196,6 +207,13 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 	if ost.Ended() {
 		w.violate("ended-final", []string{id}, "ended action %s changed (%s -> %s) by %s", id, ost, nst, p.name)
 		return
+	}
+	if ost != nst && !outbox.CanTransition(ost, nst) {
+		w.violate("state-machine", []string{id}, "%s moved %s from %s to %s", p.name, id, ost, nst)
+		return
+	}
+	if nst.Ended() {
+		w.checkEndedHook(p, id, nw)
 	}
 	if onlyLinks(old, nw) {
 		// A lane relink (design.md §7.3) changes only the links of a live row:
@@ -205,6 +223,12 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 	kind, variant := str(nw, "kind"), str(nw, "var")
 	if !p.host.decodes(kind, variant) {
 		w.violate("rolling-upgrade", []string{id}, "%s wrote action %s of kind %s variant %q, which its build does not decode", p.name, id, kind, variant)
+		return
+	}
+	if p.makesDue && makesDue(old, nw) {
+		// Drain (a user's test) brings a waiting action forward: it
+		// neither claims, reaps, counts nor fails it.
+		w.res.Faults["x.made_due"]++
 		return
 	}
 	part, _ := strconv.Atoi(strings.TrimPrefix(str(nw, "pk"), "P#"))
@@ -269,6 +293,7 @@ func (w *world) onModify(p *proc, id string, old, nw ddblocal.Item) {
 	if nst.Ended() {
 		r.ended++
 		r.endedBy = p
+		r.endedSeq = w.change()
 		// No TTL only on a held row, a link of its lane's chain (ADR
 		// 0019): the onRemove check judges when it goes.
 		if str(nw, "sr") == "" || has(nw, "pl") || (!has(nw, "ttl") && !has(nw, "prev")) {
@@ -324,6 +349,10 @@ func (w *world) onRemove(p *proc, id string, old ddblocal.Item, byTTL bool) {
 		why = "lost"
 	}
 	w.markGone(r, why)
+	r.goneBy = p
+	if p != nil {
+		r.goneCall = p.ncalls
+	}
 }
 
 // checkChainCut judges the deletion of an ended lane member (retention,
@@ -402,6 +431,31 @@ func onlyLinks(old, nw ddblocal.Item) bool {
 		}
 	}
 	return changed
+}
+
+// makesDue reports whether a write only brought a waiting action forward
+// (Engine.Drain's makeDue): an ADMITTED action's next attempt, or an
+// unheld EXECUTING action's wait, and its due key.
+func makesDue(old, nw ddblocal.Item) bool {
+	allowed := map[string]bool{"nat": true, "due_sk": true}
+	switch {
+	case state(old) == outbox.StateADMITTED && state(nw) == outbox.StateADMITTED:
+	case state(old) == outbox.StateEXECUTING && state(nw) == outbox.StateEXECUTING && !has(old, "own"):
+		allowed = map[string]bool{"lx": true, "due_sk": true}
+	default:
+		return false
+	}
+	for k := range nw {
+		if !allowed[k] && !reflect.DeepEqual(old[k], nw[k]) {
+			return false
+		}
+	}
+	for k := range old {
+		if _, ok := nw[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // retained says whether action row id is still retained: not gone and not
@@ -512,6 +566,10 @@ func (w *world) fenceSetsWritten(p *proc, in *dynamodb.UpdateItemInput) {
 // changed are the actions it recorded in the in-flight map under its fence:
 // the only ones it may claim (ADR 0016: entry first, action second).
 func (w *world) fenceWritten(p *proc, part int, fs fenceState, c ddblocal.Change) {
+	if fs.owner != p.owner && p.adoptOwner && fs.cv > num(c.OldImage, "cv") {
+		// A take by a drainer whose owner the engine drew.
+		p.owner = fs.owner
+	}
 	if fs.owner != p.owner {
 		w.violate("claim-fence", nil, "%s wrote partition %d's fence row while version %d is held by %s", p.name, part, fs.cv, fs.owner)
 		return

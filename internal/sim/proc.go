@@ -24,10 +24,15 @@ type proc struct {
 	owner     string
 	partition int
 	co        bool
-	resume    chan struct{}
-	yielded   chan string
-	killed    bool
-	done      bool
+	// A coroutine's threads (threads.go): the running one, every one not
+	// finished, and where they report to the scheduler.
+	cur     *thread
+	threads []*thread
+	events  chan event
+	ngroups int
+	want    *thread // the thread the next resume runs (a schedule's choice)
+	killed  bool
+	done    bool
 	// dieAfter > 0: the process is killed before its call number
 	// dieAfter+1 (Options.KillEnqueues); calls counts them.
 	dieAfter, calls int
@@ -40,13 +45,22 @@ type proc struct {
 	// fence write of its own (the only ones it may claim, ADR 0016).
 	entered map[string]bool
 	erasing [2]string // erase: workspace, subject
-	pending map[*callRec]bool
+	// adoptOwner: the engine draws this drainer's owner (RunNow, Drain):
+	// the process goes by the one each of its fence takes names.
+	adoptOwner bool
+	// makesDue: the process may bring waiting actions forward (Drain's
+	// makeDue: a user's test).
+	makesDue bool
+	pending  map[*callRec]bool
 	// deferred: action id -> the epoch whose provider call answered Defer
 	// (the deferral-bound checker tells a deferral's write from a release).
 	deferred map[string]int64
 	// errs counts the process's calls that failed; stripTried the records
 	// it sent a strip of (the ended-shape checker, world.settleStrips).
-	errs       int
+	errs int
+	// ncalls counts its DynamoDB calls, errCalls those that failed.
+	ncalls     int
+	errCalls   []int
 	stripTried map[string]bool
 	res        *outbox.DrainResult
 	err        error
@@ -76,22 +90,48 @@ func (p *proc) yield(point string) {
 	if !p.co || p.killed {
 		return
 	}
-	p.yielded <- point
-	<-p.resume
+	t := p.cur
+	p.events <- event{t: t, point: point, kind: evPark}
+	<-t.resume
+}
+
+// startCoroutine makes p a coroutine whose main thread runs body once the
+// scheduler first resumes it.
+func (w *world) startCoroutine(p *proc, body func()) {
+	p.co = true
+	p.events = make(chan event)
+	main := &thread{resume: make(chan struct{})}
+	p.threads = []*thread{main}
+	go func() {
+		<-main.resume
+		body()
+		p.events <- event{t: main, kind: evEnd}
+	}()
+	w.procs = append(w.procs, p)
 }
 
 // startDrainer starts a drainer invocation on a partition and runs it to
 // its first protocol point.
 func (w *world) startDrainer(h *host, part int) *proc {
+	return w.startDrainerBatch(h, part, 0)
+}
+
+// startDrainerBatch is startDrainer claiming batch actions at a time (0:
+// the configured batch).
+func (w *world) startDrainerBatch(h *host, part, batch int) *proc {
 	p := w.newProc("drainer", h)
 	p.partition = part
 	p.owner = fmt.Sprintf("d%d-%s", p.id, h.name)
-	p.co = true
-	p.resume = make(chan struct{})
-	p.yielded = make(chan string)
-	params := outbox.DrainParams{Owner: p.owner, Concurrency: 1}
+	params := outbox.DrainParams{Owner: p.owner, Concurrency: 1, BatchSize: batch}
 	if w.rng.IntN(3) > 0 {
 		params.Deadline = h.now().Add(w.cfg.WriteMargin + randDur(w.rng, 0, 4*w.cfg.Lease))
+		if !w.opt.Classic && !w.quiet && w.srng.IntN(10) == 0 {
+			// An invocation near its own end: nothing may start.
+			params.Deadline = h.now().Add(randDur(w.srng, 0, w.cfg.WriteMargin))
+		}
+	}
+	if !w.opt.Classic {
+		params.Concurrency = 1 + w.rng.IntN(4)
 	}
 	overlap := 0
 	for _, q := range w.procs {
@@ -105,12 +145,8 @@ func (w *world) startDrainer(h *host, part int) *proc {
 	if h.old {
 		w.res.Faults["build.old_drainer"]++
 	}
-	go func() {
-		<-p.resume
-		p.res, p.err = h.eng.DrainPartition(p.ctx(), part, params)
-		p.yielded <- ""
-	}()
-	w.procs = append(w.procs, p)
+	w.called("DrainPartition")
+	w.startCoroutine(p, func() { p.res, p.err = h.engine().DrainPartition(p.ctx(), part, params) })
 	w.tracef(p, "start drainer on partition %d (deadline %v, %d others on it)", part, !params.Deadline.IsZero(), overlap)
 	w.stepProc(p)
 	return p
@@ -118,14 +154,23 @@ func (w *world) startDrainer(h *host, part int) *proc {
 
 // stepProc resumes a drainer until its next protocol point or its end.
 func (w *world) stepProc(p *proc) {
-	p.resume <- struct{}{}
-	pt := <-p.yielded
-	if pt == "" {
-		w.endProc(p)
-		return
+	ev := w.resume(p)
+	tag := ""
+	if ev.t.name != "" {
+		tag = "[" + ev.t.name + "] "
 	}
-	p.at = pt
-	w.tracef(p, "> %s", pt)
+	switch ev.kind {
+	case evEnd:
+		w.endProc(p)
+	case evPark:
+		p.at = ev.point
+		w.tracef(p, "> %s%s", tag, ev.point)
+		w.atPark(p, ev.t)
+	case evSpawn:
+		w.tracef(p, "> %sstarts %d calls, at most %d at once", tag, ev.t.waits.n, ev.t.waits.limit)
+	case evDone:
+		w.tracef(p, "> %sdone", tag)
+	}
 }
 
 func (w *world) endProc(p *proc) {
@@ -193,9 +238,13 @@ func (w *world) kill(p *proc) {
 	for c := range p.pending {
 		c.flagged = "drainer killed before writing the outcome"
 	}
-	w.stepProc(p) // runs to its end: every call now fails
-	if !p.done {
-		panic("sim: a killed process yielded")
+	// It runs to its end: every call now fails, no thread parks (a
+	// thread waiting for the threads it started waits for them to end).
+	for steps := 0; !p.done; steps++ {
+		if steps > 10000 {
+			panic("sim: a killed process does not end")
+		}
+		w.stepProc(p)
 	}
 }
 

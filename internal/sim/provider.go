@@ -17,6 +17,7 @@ const (
 	kindIdem   = "hook"   // idempotent receiver, tagged variants v1 and v2
 	kindAMO    = "mail"   // at most once
 	kindFuture = "next"   // known to no build of the run
+	kindSuffix = "tally"  // variant from the key's suffix: bad input only
 )
 
 // registry builds the kinds of one build, and returns its adapters too:
@@ -39,9 +40,28 @@ func (w *world) registry(old, future bool) (*outbox.Registry, []outbox.Adapter) 
 	if old {
 		vars = vars[:1]
 	}
-	add(&adapter{w: w, spec: outbox.KindSpec{Name: kindIdem, Class: outbox.IdempotentReceiver, VariantMode: outbox.TaggedShape, TagProperty: "v", Variants: vars}})
+	hook := &adapter{w: w, spec: outbox.KindSpec{Name: kindIdem, Class: outbox.IdempotentReceiver, VariantMode: outbox.TaggedShape, TagProperty: "v", Variants: vars}}
+	if w.opt.Classic {
+		add(hook)
+	} else {
+		// Its end writes a row of the caller's table (EndedHook).
+		add(&hookAdapter{*hook})
+	}
+	if !old && !w.opt.Classic {
+		// A kind whose variant is its idempotency key's last segment;
+		// only the bad-input steps enqueue it (each refused).
+		add(&adapter{w: w, spec: outbox.KindSpec{Name: kindSuffix, Class: outbox.IdempotentReceiver, VariantMode: outbox.KeySuffix, Variants: []string{"v1"}}})
+	}
 	if !old {
-		add(&adapter{w: w, spec: outbox.KindSpec{Name: kindAMO, Class: outbox.AtMostOnce}})
+		// Email-like: SES events become its delivery evidence, and each
+		// attempt checks its recipient first (Preparer); not in the
+		// classic runs.
+		mail := &adapter{w: w, spec: outbox.KindSpec{Name: kindAMO, Class: outbox.AtMostOnce, DeliveryEvidence: !w.opt.Classic}}
+		if w.opt.Classic {
+			add(mail)
+		} else {
+			add(&prepAdapter{*mail})
+		}
 	}
 	return reg, all
 }
@@ -57,7 +77,9 @@ type rbAdapter struct{ adapter }
 
 func (a *adapter) Spec() outbox.KindSpec { return a.spec }
 
-func (a *adapter) Validate(string, json.RawMessage) error { return nil }
+func (a *adapter) Validate(_ string, payload json.RawMessage) error {
+	return validPayload(a.spec.Class, payload)
+}
 
 // behaviour is what the provider does with one call.
 type behaviour struct {
@@ -134,8 +156,26 @@ func (a *adapter) Execute(ctx context.Context, att *outbox.Attempt) outbox.Resul
 	w.checkCallStart(p, t, att)
 	deadline := w.callDeadline(ctx, keyID(&att.Action), now)
 	b := w.drawBehaviour()
-	if t.deferring && !w.quiet {
-		b = behaviour{name: "defer", res: outbox.Defer(0, errProvider)}
+	if t.deferring && (!w.quiet || t.forever) {
+		b = behaviour{name: "defer", res: outbox.Defer(t.deferWait, errProvider)}
+	}
+	if t.strands && !w.quiet && w.srng.IntN(2) == 0 {
+		b = behaviour{name: "hang", accept: true, hang: true}
+	}
+	if a.spec.Class == outbox.ReadBack && w.readBackFails() {
+		// The schedule's read-back provider takes the effect and then
+		// fails or times out: the attempt cannot tell, a read-back must.
+		w.res.Faults["fault.read_back_call_lost"]++
+		b = behaviour{name: "fail-after-accept", accept: true, res: outbox.Result{Err: errProvider}}
+		if w.srng.IntN(2) == 0 {
+			b = behaviour{name: "hang", accept: true, hang: true}
+		}
+	}
+	if a.spec.Class == outbox.ReadBack && t.loseFirst && !t.lostFirst && !w.quiet {
+		// The schedule's token whose first call always loses its answer.
+		t.lostFirst = true
+		w.res.Faults["fault.read_back_first_call_lost"]++
+		b = behaviour{name: "fail-after-accept", accept: true, res: outbox.Result{Err: errProvider}}
 	}
 	rec := &callRec{tok: t, p: p, id: keyID(&att.Action), start: now, deadline: deadline,
 		accepted: b.accept, inflight: true}
@@ -356,6 +396,13 @@ func (a *rbAdapter) ReadBack(ctx context.Context, att *outbox.Attempt) outbox.Re
 	t := w.tokens[tokenOf(att.Action.Payload)]
 	if t == nil {
 		return outbox.Result{Err: errProvider}
+	}
+	if w.readBackFails() {
+		w.res.Faults["fault.read_back_failed"]++
+		if w.srng.IntN(2) == 0 {
+			return outbox.Result{Err: errProvider}
+		}
+		return outbox.Reread(randDur(w.srng, 0, 30*time.Second), errProvider)
 	}
 	var res outbox.Result
 	switch x := w.rng.Float64(); {

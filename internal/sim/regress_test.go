@@ -36,7 +36,7 @@ var regressions = []struct {
 func TestRegressionSeeds(t *testing.T) {
 	t.Parallel()
 	for _, rg := range regressions {
-		r := Run(Options{Seed: rg.seed, Steps: rg.steps})
+		r := Run(Options{Seed: rg.seed, Steps: rg.steps, Classic: true})
 		require.Empty(t, r.Violations, "seed %d (%s)\n%s", rg.seed, rg.found, tail(r.Trace))
 	}
 }

@@ -21,7 +21,7 @@ func TestLiveRepartitionBreaksNothing(t *testing.T) {
 	// 3 then recorded 3 with live 3, stranding partition 4: the first
 	// engine to use the map now records its count).
 	for _, seed := range []uint64{7016} {
-		if r := Run(Options{Seed: seed, Steps: 1000, Repartition: true}); r.Failed() {
+		if r := Run(Options{Seed: seed, Steps: 1000, Repartition: true, Classic: true}); r.Failed() {
 			t.Fatalf("seed %d: %v\nreplay: go run ./internal/sim/cmd/ferry-sim -seed %d -steps 1000 -repartition", seed, r.Violations, seed)
 		}
 	}

@@ -31,6 +31,17 @@ func (w *world) decide(c ddblocal.Call) ddblocal.Fault {
 	if w.ex != nil {
 		return w.ex.decide(p, c)
 	}
+	if f := w.forced; f != nil && p != nil {
+		// A schedule's fault for this call (schedules.go).
+		w.forced = nil
+		w.tracef(p, "  fault: %s conflict (schedule)", c.Op)
+		for rec := range p.pending {
+			if rec.flagged == "" {
+				rec.flagged = "DynamoDB fault conflict before the outcome was written"
+			}
+		}
+		return *f
+	}
 	if !w.faultsOn || w.checking || p == nil || p.kind == "setup" {
 		return ddblocal.Fault{}
 	}
@@ -92,10 +103,33 @@ func Run(opt Options) *Result {
 func (w *world) setup() {
 	p := w.newProc("setup", w.hosts[0])
 	w.cur = nil
+	if !w.opt.Classic {
+		w.ensureAppTable() // the caller's table: its transactions, the ended hook's rows
+		if w.opt.Seed%4 == 0 {
+			// The CDK stack created the table: no partition map yet; the
+			// first engine that uses it records its count (design.md
+			// §3.12).
+			if _, err := w.db.CreateTable(context.Background(), outbox.TableInput(w.cfg.Table)); err != nil {
+				panic(fmt.Sprintf("sim: table: %v", err))
+			}
+			// And its custom resource put the layout marker (infra/marker.go).
+			if _, err := w.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(w.cfg.Table),
+				Item: outbox.LayoutMarker(), ConditionExpression: aws.String("attribute_not_exists(pk)")}); err != nil {
+				panic(fmt.Sprintf("sim: layout marker: %v", err))
+			}
+			w.res.Faults["table.from_stack"]++
+		}
+	}
+	w.called("EnsureTable")
 	if err := w.hosts[0].eng.EnsureTable(p.ctx()); err != nil {
 		panic(fmt.Sprintf("sim: table: %v", err))
 	}
 	w.faultsOn = true
+	if w.sched.strandedLane {
+		// The stranded lane's first batch is the oldest in its partition:
+		// a run of it stays at the front of the due index.
+		w.strandedLaneStep()
+	}
 	if w.maxLag > 0 {
 		w.res.Faults["ddb.index_lag_runs"]++
 	}
@@ -136,11 +170,35 @@ func (w *world) randomStep() {
 	if live < 4 {
 		cs = append(cs, choice{8, "drainer-start", func() {
 			h := w.hosts[w.rng.IntN(len(w.hosts))]
-			w.startDrainer(h, w.rng.IntN(w.sweepRange(h)))
+			if w.opt.Classic {
+				w.startDrainer(h, w.rng.IntN(w.sweepRange(h)))
+				return
+			}
+			if w.sched.oldBusy > 0 && w.srng.Float64() < w.sched.oldBusy {
+				h = w.hosts[3] // the older build (schedule old_busy)
+			}
+			if w.sched.pileUp > 0 && w.srng.Float64() < w.sched.pileUp {
+				// Two drainers on one partition (schedule pile_up).
+				part := w.srng.IntN(w.sweepRange(h))
+				w.startDrainer(h, part)
+				w.startDrainer(w.hosts[w.srng.IntN(len(w.hosts))], part)
+				return
+			}
+			w.invoke(h)
 		}})
 	}
+	if !w.opt.Classic {
+		cs = append(cs, w.entrySteps()...)
+		cs = append(cs, w.scheduleSteps()...)
+	}
 	if live > 0 {
-		cs = append(cs, choice{35, "drainer-step", func() { w.stepProc(w.procs[w.rng.IntN(live)]) }})
+		cs = append(cs, choice{35, "drainer-step", func() {
+			if p := w.procs[w.rng.IntN(live)]; w.opt.Classic {
+				w.stepProc(p)
+			} else {
+				w.stepDrainer(p)
+			}
+		}})
 		if k := int(w.rt.kill * 3); k > 0 {
 			cs = append(cs, choice{k, "drainer-kill", func() { w.kill(w.procs[w.rng.IntN(live)]) }})
 		}
@@ -207,6 +265,9 @@ func (w *world) newToken(h *host) *token {
 		t.ikey = t.name
 	}
 	t.propose = w.rng.IntN(12) == 0
+	if !w.opt.Classic {
+		w.shapeToken(t)
+	}
 	w.tokens[t.name] = t
 	return t
 }
@@ -220,6 +281,11 @@ func (w *world) enqueueStep() {
 		h = w.hosts[3]
 	default:
 		h = w.future
+	}
+	if h == w.future && w.sched.retireRace {
+		// Rows no build knows would hold every partition they are in
+		// forever: none is retired then.
+		h = w.hosts[0]
 	}
 	if h != w.future && w.ntok > 0 && w.rng.IntN(10) == 0 {
 		t := w.tokens[fmt.Sprintf("k%d", 1+w.rng.IntN(w.ntok))]
@@ -244,6 +310,12 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 	if w.rng.IntN(4) == 0 {
 		ep.MaxAttempts = 1 + w.rng.IntN(5)
 	}
+	if t.expiresIn > 0 {
+		ep.ExpiresAt = h.now().Add(t.expiresIn)
+	}
+	if t.loseFirst {
+		ep.MaxAttempts = 8 // room for the read-back after the lost call
+	}
 	if h.old {
 		w.res.Faults["build.old_enqueue"]++
 	}
@@ -253,10 +325,12 @@ func (w *world) enqueue(h *host, t *token, resend bool) {
 	}
 	var res *outbox.EnqueueResult
 	var err error
-	res, err = h.eng.Enqueue(p.ctx(), ep)
+	w.called("Enqueue")
+	res, err = h.engine().Enqueue(p.ctx(), ep)
 	what := fmt.Sprintf("enqueue %s %s/%s lane=%s/%s subj=%s key=%q propose=%v resend=%v", t.name, t.kind, t.variant, t.ws, t.lane, t.subj, t.ikey, t.propose, resend)
 	if err != nil {
 		w.tracef(p, "%s: error %s", what, shortErr(err))
+		w.judgeLaneBusy(p, t, resend, err)
 		return
 	}
 	id := keyID(&res.Action)
@@ -302,7 +376,8 @@ func (w *world) liveRows(keep func(r *row) bool) []*row {
 func (w *world) admitOrCancel() {
 	rs := w.liveRows(func(r *row) bool {
 		st := state(r.item)
-		return str(r.item, "kind") != kindFuture && (st == outbox.StatePROPOSED || st == outbox.StateADMITTED)
+		return str(r.item, "kind") != kindFuture && (st == outbox.StatePROPOSED || st == outbox.StateADMITTED) &&
+			(r.tok == nil || !r.tok.unadmitted)
 	})
 	if len(rs) == 0 {
 		return
@@ -320,12 +395,15 @@ func (w *world) admitOrCancel() {
 	op := "cancel"
 	if state(r.item) == outbox.StatePROPOSED && w.rng.IntN(4) > 0 {
 		op = "admit"
-		_, err = h.eng.Admit(p.ctx(), id)
+		w.called("Admit")
+		_, err = h.engine().Admit(p.ctx(), id)
 	} else if state(r.item) == outbox.StateADMITTED && w.rng.IntN(3) > 0 {
 		op = "cancel"
-		_, err = h.eng.Cancel(p.ctx(), id)
+		w.called("Cancel")
+		_, err = h.engine().Cancel(p.ctx(), id)
 	} else if state(r.item) == outbox.StatePROPOSED {
-		_, err = h.eng.Cancel(p.ctx(), id)
+		w.called("Cancel")
+		_, err = h.engine().Cancel(p.ctx(), id)
 	} else {
 		return
 	}
@@ -346,15 +424,33 @@ func (w *world) admitOrCancel() {
 
 func (w *world) eraseStep() {
 	ws, subj := workspaces[w.rng.IntN(len(workspaces))], subjects[w.rng.IntN(len(subjects))]
+	if !w.opt.Classic {
+		ws, subj = w.erasureSubject(ws, subj)
+	}
 	h := w.hosts[w.rng.IntN(3)]
 	p := w.newProc("erase", h)
 	p.erasing = [2]string{ws, subj}
-	n, err := h.eng.EraseSubject(p.ctx(), ws, subj)
+	var n int
+	var err error
+	if w.opt.Classic || w.rng.IntN(2) == 0 {
+		w.called("EraseSubject")
+		n, err = h.engine().EraseSubject(p.ctx(), ws, subj)
+	} else {
+		// The operator's erasure, with its progress bar.
+		w.called("SubjectErase")
+		n, err = h.eng.SubjectErase(p.ctx(), outbox.SubjectEraseParams{WorkspaceID: ws, SubjectID: subj, Progress: func(int) {}})
+	}
 	if err != nil {
 		w.tracef(p, "erase %s/%s: %d then error %s", ws, subj, n, shortErr(err))
-		return
+	} else {
+		w.tracef(p, "erase %s/%s: %d actions", ws, subj, n)
 	}
-	w.tracef(p, "erase %s/%s: %d actions", ws, subj, n)
+	if !w.opt.Classic {
+		// An erasure that failed later still deleted the evidence of the
+		// actions it erased before (checkErasedEvidence excuses a row only
+		// when a call near its erasure failed).
+		w.checkErasedEvidence(p)
+	}
 }
 
 func (w *world) reapStep() {
@@ -364,7 +460,8 @@ func (w *world) reapStep() {
 
 func (w *world) reap(h *host) {
 	p := w.newProc("reaper", h)
-	res, err := h.eng.Reap(p.ctx())
+	w.called("Reap")
+	res, err := h.engine().Reap(p.ctx())
 	if err != nil {
 		w.tracef(p, "reap: error %s", shortErr(err))
 		return
@@ -375,7 +472,8 @@ func (w *world) reap(h *host) {
 func (w *world) retainStep() {
 	h := w.hosts[w.rng.IntN(len(w.hosts))]
 	p := w.newProc("retain", h)
-	res, err := h.eng.Retain(p.ctx())
+	w.called("Retain")
+	res, err := h.engine().Retain(p.ctx())
 	if err != nil {
 		w.tracef(p, "retain: error %s", shortErr(err))
 		return
@@ -396,6 +494,12 @@ func (w *world) quiesce() {
 	w.step = w.opt.Steps + 1
 	w.faultsOn, w.quiet = false, true
 	w.tracef(nil, "quiesce: faults stop")
+	if w.sched.retireRace && w.parts > 2 {
+		// The run ends with a shrink (retireRace): its partitions above
+		// the count drain and are retired while the run settles.
+		w.parts = 2
+		w.tracef(nil, "repartition: deploy of 2 partitions to end the run")
+	}
 	if w.opt.Repartition {
 		// The deploy finishes: every host runs the last count.
 		for _, h := range append(append([]*host(nil), w.hosts...), w.future) {
@@ -405,11 +509,19 @@ func (w *world) quiesce() {
 			}
 		}
 	}
+	if w.sched.retireRace {
+		w.clearProposals()
+	}
 	for len(w.procs) > 0 && !w.stopped {
 		w.stepProc(w.procs[0])
 	}
 	idle := 0
-	for round := 0; round < maxQuiesceRounds && idle < 2 && !w.stopped; round++ {
+	rounds := maxQuiesceRounds
+	if !w.opt.Classic {
+		// A lane of deferring receivers takes a few rounds a member.
+		rounds = 3 * maxQuiesceRounds
+	}
+	for round := 0; round < rounds && idle < 2 && !w.stopped; round++ {
 		before := w.feedSeq
 		w.advance(w.cfg.Lease + w.cfg.RetryCap + 10*time.Second)
 		for part := 0; part < w.sweepRange(w.hosts[0]) && !w.stopped; part++ {
@@ -560,6 +672,9 @@ func (w *world) finalChecks() {
 			return
 		}
 	}
+	if !w.opt.Classic {
+		w.checkEvidenceLeft()
+	}
 }
 
 // tally counts actions by how they ended.
@@ -585,6 +700,9 @@ func (w *world) actionChangesSince(seq uint64) int {
 	for _, c := range w.db.Changes(w.cfg.Table, seq) {
 		if sk := str(c.Keys, "sk"); len(sk) > 2 && sk[:2] == "A#" {
 			n++
+		}
+		if !w.opt.Classic && str(c.Keys, "pk") == "M#partitions" {
+			n++ // a retirement step (ADR 0011 §2): the run settles on
 		}
 	}
 	return n
@@ -643,6 +761,7 @@ func (w *world) sweepRange(h *host) int {
 // chain per lane).
 func (w *world) checkPartitions(tails map[string]int, pmap map[string]types.AttributeValue) bool {
 	live, kept := int(num(pmap, "live")), int(num(pmap, "kept"))
+	w.tracef(nil, "partition map at the end: count %d live %d kept %d", num(pmap, "n"), live, kept)
 	for _, id := range sortedKeys(w.rows) {
 		r := w.rows[id]
 		if r.gone != "" {
@@ -663,4 +782,22 @@ func (w *world) checkPartitions(tails map[string]int, pmap map[string]types.Attr
 		}
 	}
 	return true
+}
+
+// judgeLaneBusy holds an enqueue that gave up on a busy lane to its word:
+// nothing of it was written (design.md §4.3), so a first enqueue of a
+// token left no action; its message says what to do.
+func (w *world) judgeLaneBusy(p *proc, t *token, resend bool, err error) {
+	var lb *outbox.LaneBusyError
+	if !errors.As(err, &lb) {
+		return
+	}
+	w.res.Ops["enqueue lane busy"]++
+	if lb.Tries != maxEnqueueRounds || lb.Unwrap() == nil || !strings.Contains(lb.Error(), "retry after a short wait") {
+		w.violate("bad-input", nil, "%s: a lane-busy answer after %d tries without its cause or advice: %v", p.name, lb.Tries, lb)
+	}
+	w.readFeed(nil)
+	if !resend && len(t.ids) > 0 {
+		w.violate("nothing-lost", t.ids, "%s: the enqueue of %s answered the lane busy and wrote %v", p.name, t.name, t.ids)
+	}
 }

@@ -81,6 +81,21 @@ const (
 	// (ADR 0019): TTL and retention may then delete a link of a lane's
 	// chain while an earlier member is live.
 	BreakHeldTTL
+	// BreakAdmitAnyState strips the state from Admit's condition: an
+	// ended action can be admitted again.
+	BreakAdmitAnyState
+	// BreakDueKeysDropped drops the due index keys from the write that
+	// puts an action back to ADMITTED (a retry, a deferral, a release).
+	BreakDueKeysDropped
+	// BreakItemsWithoutAction drops the action's put from the items
+	// EnqueueItems hands a caller (design.md §4.5).
+	BreakItemsWithoutAction
+	// BreakEvidenceKept acknowledges the deletes of delivery evidence
+	// without making them (design.md §3.9: erasure deletes it).
+	BreakEvidenceKept
+	// BreakListingSkips drops the last entry of a workspace index page
+	// that has more after it: a listing's cursor passes it.
+	BreakListingSkips
 )
 
 // Options describes one run.
@@ -106,8 +121,15 @@ type Options struct {
 	// OtherBuild, when set, runs the older build's host (old1) on another
 	// build's engine (otherbuild.go): the previous release's, generated
 	// from its source, beside this build's on the other hosts (design.md
-	// §15). That host keeps the older build's kinds.
+	// §15). That host keeps the older build's kinds. Such a run is Classic:
+	// the other build's engine is driven through the entry points of
+	// Engine only.
 	OtherBuild OtherBuild
+	// Classic runs the simulator as it was before issue 27: drainers call
+	// DrainPartition one lane group at a time, and no other entry point
+	// (entries.go), fault schedule (schedules.go) or check of them runs.
+	// The regression seeds (regress_test.go) replay in it what they found.
+	Classic bool
 }
 
 // Violation is one broken invariant.
@@ -128,6 +150,7 @@ type Result struct {
 	Faults     map[string]int // faults injected, by class
 	Actions    map[string]int // actions by end state
 	Ops        map[string]int // steps by kind
+	Calls      map[string]int // exported Engine methods called, by name (entries.go)
 }
 
 // Failed reports whether an invariant broke.
@@ -173,13 +196,28 @@ type host struct {
 	old   bool // the older build
 	skew  time.Duration
 	clk   clock.Offset
-	eng   Engine
+	// eng is this build's engine, nil on a host that runs another build's
+	// (Options.OtherBuild: other, driven through engine()).
+	eng   *outbox.Engine
+	other Engine
 	reg   *outbox.Registry
 	// adapters are reg's, for another build's registry (Options.OtherBuild).
 	adapters []outbox.Adapter
+	// containers counts the function containers the host started
+	// (functions.go: the owner its invocations drain under).
+	containers int
 }
 
 func (h *host) now() time.Time { return h.clk.Now() }
+
+// engine is the engine the host runs, for the entry points every build
+// has (Engine): this build's, or another build's (Options.OtherBuild).
+func (h *host) engine() Engine {
+	if h.other != nil {
+		return h.other
+	}
+	return h.eng
+}
 
 // decodes reports whether this build may touch a row of kind and variant,
 // as the checkers see it (the older build does not know kindAMO nor the
@@ -204,12 +242,45 @@ type rates struct {
 
 // world is one run.
 type world struct {
-	opt      Options
-	cfg      outbox.Config
-	rng      *rand.Rand
-	krng     *rand.Rand // Options.KillEnqueues draws
-	prng     *rand.Rand // Options.Repartition draws
-	parts    int        // the last partition count a deploy chose (Options.Repartition)
+	// foreignReady: the tables of foreignTable exist.
+	foreignReady bool
+	opt          Options
+	cfg          outbox.Config
+	rng          *rand.Rand
+	krng         *rand.Rand // Options.KillEnqueues draws
+	prng         *rand.Rand // Options.Repartition draws
+	// srng draws the schedule of threads within a process (threads.go)
+	// and the new steps' choices: a source of its own.
+	srng *rand.Rand
+	// running is the coroutine process whose thread runs now (nil: none,
+	// or an atomic step).
+	running *proc
+	// streamAt is the table stream's checkpoint: the first change record
+	// no stream invocation has taken yet (functions.go).
+	streamAt uint64
+	// The callers' transactions (caller.go): the table of their own rows
+	// made, the transactions prepared and not sent, the rows that were
+	// there before their transaction (the caller's own conflict).
+	appReady  bool
+	pendingTx []*callerTx
+	appPre    map[string]bool
+	// Delivery evidence (entries.go): the last event sent about each
+	// action id, the actions confirmed as gone out.
+	events    map[string]outbox.DeliveryEvent
+	confirmed map[string]bool
+	// lastCursor is the last listing cursor handed out (a bad input forges
+	// one from it).
+	lastCursor string
+	// The fault schedules of the run (schedules.go), the relink storms
+	// under way (by the ending action's key: refusals left), and a fault
+	// the next DynamoDB call gets.
+	sched  schedules
+	storms map[string]int
+	forced *ddblocal.Fault
+	// freezing: a stale holder is frozen (schedules.go freeze) while other
+	// drainers run.
+	freezing bool
+	parts    int // the last partition count a deploy chose (Options.Repartition)
 	clk      *clock.Manual
 	db       *ddblocal.DB
 	wrap     *simDB
@@ -279,8 +350,25 @@ type token struct {
 	effectRef                           map[string]string // read-back kind: action id -> the provider holds its effect
 	maybeSent                           map[string]bool   // at-most-once kind: action id -> a call may have delivered
 	// deferring: its receiver answers every call "429, Retry-After: 0"
-	// until the run quiets down.
+	// (or deferWait) until the run quiets down.
 	deferring bool
+	deferWait time.Duration
+	// forever: it defers after the run quiets down too (the engine's
+	// bounds end it, design.md §7.2).
+	forever bool
+	// unadmitted: a proposal nobody admits or cancels (the retention
+	// schedule's lane "p"); expiresIn: its enqueue expires that long after
+	// it (0: as drawn).
+	unadmitted bool
+	expiresIn  time.Duration
+	// strands: its provider hangs on half its calls until the run quiets
+	// down (the stranded-lane schedule).
+	strands bool
+	// loseFirst (the read-back-fail schedule): its first call before the
+	// quiet end takes the effect and loses the answer, and its enqueue
+	// allows 8 attempts: a later attempt must read back before it calls
+	// again. lostFirst: done.
+	loseFirst, lostFirst bool
 }
 
 // row is the shadow of one action row, kept from the change feed.
@@ -292,6 +380,16 @@ type row struct {
 	goneAt uint64 // the change that made it go
 	hist   []string
 	ended  int
+	// createdAt is when its insert landed (the indexes show it within
+	// the run's lag).
+	createdAt time.Time
+	// createdSeq and endedSeq are the feed positions of its insert and
+	// its end (0: not ended).
+	createdSeq, endedSeq uint64
+	// goneBy is the process whose write made it go (nil: TTL); evWriter
+	// the last process that wrote its delivery evidence (entries.go).
+	goneBy, evWriter *proc
+	goneCall         int // goneBy's call that made it go
 	// endedBy is the process whose write ended the row: it must journal
 	// the ending for retention (design.md §3.6) unless it died first.
 	endedBy *proc
@@ -325,12 +423,16 @@ type callRec struct {
 }
 
 func newWorld(opt Options) *world {
+	if opt.OtherBuild != nil {
+		opt.Classic = true // another build is driven through Engine only
+	}
 	w := &world{
 		opt:       opt,
 		cfg:       simConfig.WithDefaults(),
 		rng:       rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5deece66d)),
 		krng:      rand.New(rand.NewPCG(opt.Seed, 0x6b696c6c)),
 		prng:      rand.New(rand.NewPCG(opt.Seed, 0x70617274)),
+		srng:      rand.New(rand.NewPCG(opt.Seed, 0x73636864)),
 		clk:       clock.NewManual(epoch0),
 		tokens:    map[string]*token{},
 		rows:      map[string]*row{},
@@ -341,8 +443,12 @@ func newWorld(opt Options) *world {
 		recCopy:   map[string]string{},
 		stripOwed: map[string]stripDebt{},
 		minted:    map[string]string{},
+		appPre:    map[string]bool{},
 		res: &Result{Seed: opt.Seed, Steps: opt.Steps, Faults: map[string]int{}, Actions: map[string]int{},
-			Ops: map[string]int{}},
+			Ops: map[string]int{}, Calls: map[string]int{}},
+		events:    map[string]outbox.DeliveryEvent{},
+		confirmed: map[string]bool{},
+		storms:    map[string]int{},
 	}
 	// The seed draws how hostile this run is.
 	r := w.rng
@@ -379,6 +485,9 @@ func newWorld(opt Options) *world {
 		h.reg, h.adapters = w.registry(h.old && opt.Broken&BreakOldBuildKnowsAll == 0, false)
 		w.hosts = append(w.hosts, h)
 	}
+	if !opt.Classic {
+		w.drawSchedules()
+	}
 	w.future = &host{name: "next", clk: clock.Offset{Base: w.clk}}
 	w.future.reg, w.future.adapters = w.registry(false, true)
 	w.parts = w.cfg.Partitions
@@ -389,14 +498,15 @@ func newWorld(opt Options) *world {
 	w.tracef(nil, "seed %d steps %d broken %#x: faults before=%.3f after=%.3f throttle=%.3f conflict=%.3f delay=%.3f(max %s) hang=%.3f; index lag <= %s; TTL %s late; skews %s %s %s %s",
 		opt.Seed, opt.Steps, uint32(opt.Broken), w.rt.failBefore, w.rt.failAfter, w.rt.throttle, w.rt.conflict, w.rt.delay, w.rt.maxDelay, w.rt.hang,
 		w.maxLag, w.ttlDelay, w.hosts[0].skew, w.hosts[1].skew, w.hosts[2].skew, w.hosts[3].skew)
+	w.traceSchedules()
 	return w
 }
 
-// build gives h an engine with parts partitions. The first engine of each
-// host draws from the source every run always used.
 // noSleep is the engines' Sleeper: it returns at once.
 func noSleep(context.Context, time.Duration) error { return nil }
 
+// build gives h an engine with parts partitions. The first engine of each
+// host draws from the source every run always used.
 func (w *world) build(h *host, parts int) {
 	cfg := w.cfg
 	cfg.Partitions = parts
@@ -404,19 +514,21 @@ func (w *world) build(h *host, parts int) {
 	if h.gen > 0 {
 		src = rand.NewPCG(w.opt.Seed+uint64(h.idx)+1, 77+uint64(h.gen))
 	}
-	var eng Engine
+	var eng *outbox.Engine
+	var other Engine
 	var err error
 	if h.old && w.opt.OtherBuild != nil {
-		eng, err = w.opt.OtherBuild(w.wrap, h.clk, h.adapters, cfg, rand.New(src))
+		other, err = w.opt.OtherBuild(w.wrap, h.clk, h.adapters, cfg, rand.New(src))
 	} else {
 		// No wait between an enqueue's refused tries: steps are atomic, and
 		// a wait would only spend wall time.
-		eng, err = outbox.New(w.wrap, h.clk, h.reg, cfg, outbox.WithRand(rand.New(src)), outbox.WithSleeper(noSleep))
+		eng, err = outbox.New(w.wrap, h.clk, h.reg, cfg, outbox.WithRand(rand.New(src)), outbox.WithSleeper(noSleep), outbox.WithParallel(w.parallel),
+			outbox.WithObserver(observer{w}))
 	}
 	if err != nil {
 		panic(fmt.Sprintf("sim: engine: %v", err))
 	}
-	h.eng, h.parts = eng, parts
+	h.eng, h.other, h.parts = eng, other, parts
 	h.gen++
 }
 

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -283,4 +284,33 @@ var _ = register("ErasureAfterClaimStopsTheProviderCall", func(ctx context.Conte
 	require.NoError(t, err)
 	require.Equal(t, 1, erased)
 	require.Zero(t, tb.rec.Execs(a.ID), "a pending action erased before its fence is never carried out")
+})
+
+// A library caller finishes, with a Retry or a Defer, a read-back action
+// whose earlier attempt passed its write fence and died in the provider
+// call (the claim reclaimed it; nothing the caller did read it back). Only
+// a read-back proves the effect absent (design.md §7.2): the fence stays,
+// as after a Reread, so the next attempt reads back first and does not
+// send again. Before, the Retry dropped the fence and the next drain sent
+// the action a second time (simulator, issue 27: the library driver).
+var _ = register("AttemptFinishKeepsTheFenceAnEarlierAttemptLeft", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	for _, res := range []outbox.Result{outbox.Retry(errors.New("not run")), outbox.Defer(time.Second, errors.New("busy"))} {
+		a := tb.enqueue(t, outbox.EnqueueParams{Kind: KindRB, Payload: Payload(Script{Do: []string{"crash", "done"}, ReadBack: "done"})})
+		tb.drain(t) // the drainer dies inside the provider call
+		require.False(t, tb.get(t, a.ID).WriteStartedAt.IsZero())
+		tb.b.Clock.Advance(2 * tb.cfg.Lease)
+		cr, _, _ := tb.claim(t, 0, 10)
+		require.Equal(t, [][]string{{a.ID}}, ids(cr), "reclaimed by the library caller")
+		require.False(t, cr.Groups[0][0].WriteStartedAt.IsZero(), "Claim names the fence the earlier attempt left")
+		got, err := tb.e.AttemptFinish(ctx, cr.Groups[0][0], res)
+		require.NoError(t, err)
+		require.Equal(t, outbox.StateEXECUTING, got.State, "%s: not back to ADMITTED", res.Outcome)
+		require.False(t, got.WriteStartedAt.IsZero(), "%s: the fence stays", res.Outcome)
+		tb.b.Clock.Advance(tb.cfg.RetryCap + tb.cfg.Lease)
+		tb.drain(t)
+		require.Equal(t, outbox.StateDONE, tb.get(t, a.ID).State)
+		require.Equal(t, 1, tb.rec.Execs(a.ID), "%s: read back, not sent again", res.Outcome)
+		require.Equal(t, 1, tb.rec.ReadBacks(a.ID))
+	}
 })

@@ -457,6 +457,27 @@ var _ = register("UnknownKindOrVariantKeepsItsLane", func(ctx context.Context, t
 	require.Equal(t, outbox.StateDONE, tb.get(t, v.Action.ID).State)
 })
 
+// Drain (a test's) brings waiting actions forward, but only those its
+// build decodes: a newer build's row keeps the wait that build chose
+// (invariant 8: a build touches only rows it decodes). Before, makeDue set
+// every waiting row's next attempt to now, whatever its kind.
+var _ = register("DrainLeavesTheWaitOfRowsItDoesNotDecode", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, nil)
+	x, err := tb.newer.Enqueue(ctx, outbox.EnqueueParams{Kind: KindNew, WorkspaceID: "ws", Payload: Payload(Script{Do: []string{"retry", "done"}})})
+	require.NoError(t, err)
+	_, err = tb.settledNewer().DrainPartition(ctx, x.Action.Partition, outbox.DrainParams{})
+	require.NoError(t, err)
+	waiting := tb.get(t, x.Action.ID)
+	require.Equal(t, outbox.StateADMITTED, waiting.State)
+	require.True(t, waiting.NextAttemptAt.After(tb.b.Clock.Now()), "the newer build's retry waits")
+	mine := tb.enqueue(t, outbox.EnqueueParams{Payload: Payload(Script{Do: []string{"retry", "done"}})})
+	require.NoError(t, tb.settled().Drain(ctx))
+	require.Equal(t, outbox.StateDONE, tb.get(t, mine.ID).State, "its own retry was brought forward")
+	got := tb.get(t, x.Action.ID)
+	require.Equal(t, outbox.StateADMITTED, got.State)
+	require.Equal(t, waiting.NextAttemptAt, got.NextAttemptAt, "the newer build's row keeps its wait")
+})
+
 func orderWithout(o []string, drop string) []string {
 	var out []string
 	for _, s := range o {

@@ -316,6 +316,62 @@ var _ = register("LaneListingFindsMembersUnderAnEarlierCount", func(ctx context.
 	require.Equal(t, want, got)
 })
 
+// A lane listing keeps the order of its partitions from page to page: the
+// count's history changes between two pages so that the lane's partition
+// under its oldest count comes last (the history keeps 8 counts: the
+// oldest drops, and comes back as the newest). Before, each page read the
+// partitions in the new history's order: the second page went on after
+// the cursor's partition and read the first page's partition again
+// (simulator seed 1252 of -repartition, before the fix: "listed 2-1
+// twice"; seed 1681: a partition put before the cursor's was never read).
+var _ = register("LaneListingKeepsItsPartitionsAcrossPages", func(ctx context.Context, t *testing.T, nb NewBackend) {
+	tb := setup(ctx, t, nb, func(c *outbox.Config) { c.Partitions = 8 })
+	lane := laneMoving("ws", 8, 2)
+	a := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.NoError(t, tb.settled().Drain(ctx))
+	require.NoError(t, tb.e.PartitionsSet(ctx, 2))
+	b := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	c := tb.enqueue(t, outbox.EnqueueParams{LaneKey: lane})
+	require.NotEqual(t, a.Partition, b.Partition)
+	want := []string{a.ID, b.ID, c.ID}
+	ids := func(as []outbox.Action) []string {
+		var out []string
+		for _, x := range as {
+			out = append(out, x.ID)
+		}
+		return out
+	}
+	l, err := tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", LaneKey: lane, Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, want[:2], ids(l.Actions))
+	f, err := tb.settled().ActionFind(ctx, outbox.ActionFindParams{WorkspaceID: "ws", LaneKey: lane, Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, want[:2], ids(f.Actions))
+	// The history [8 2] becomes [2 3 4 5 6 7 9 8]: the lane's partition
+	// under 8 (a's) now comes after b's.
+	for _, n := range []int{3, 4, 5, 6, 7, 9, 8} {
+		require.NoError(t, tb.e.PartitionsSet(ctx, n))
+	}
+	got := ids(l.Actions)
+	for cur := l.NextCursor; cur != ""; {
+		l, err := tb.settled().ActionList(ctx, outbox.ActionListParams{WorkspaceID: "ws", LaneKey: lane, Limit: 2, Cursor: cur})
+		require.NoError(t, err)
+		got = append(got, ids(l.Actions)...)
+		cur = l.NextCursor
+		require.Less(t, len(got), 10, "the listing goes round: %v", got)
+	}
+	require.Equal(t, want, got, "each member once, in the order the listing began with")
+	got = ids(f.Actions)
+	for cur := f.NextCursor; cur != ""; {
+		f, err := tb.settled().ActionFind(ctx, outbox.ActionFindParams{WorkspaceID: "ws", LaneKey: lane, Limit: 2, Cursor: cur})
+		require.NoError(t, err)
+		got = append(got, ids(f.Actions)...)
+		cur = f.NextCursor
+		require.Less(t, len(got), 10, "the listing goes round: %v", got)
+	}
+	require.Equal(t, want, got, "the operator's listing too")
+})
+
 // refuseTailMoves refuses every transaction that moves a lane tail (an
 // out-of-order end's relink of its lane's tail back to a live
 // predecessor), as when the links move again and again under the end: the
