@@ -40,7 +40,7 @@ var Variants = []Variant{
 	{"DeferralsUnbounded", BreakUnboundedDeferrals, "§7.2 bounded deferrals", []string{"deferral-bound"}, false},
 	{"RecordStripSkipped", BreakSkipRecordStrip, "10 privacy: the record's copy stripped at the end", []string{"ended-shape"}, false},
 	{"RetiredWithRowsLeft", BreakRetireKeptBlind, "§3.12 a partition retires only when empty", []string{"retired-empty"}, true},
-	{"TailNamesAnotherPartition", BreakTailLies, "§3.12 one tail per lane, naming its members' partition", []string{"one-tail", "lanes"}, true},
+	{"TailNamesAnotherPartition", BreakTailLies, "§3.12 one tail per lane, naming its members' partition", []string{"one-tail", "lanes", "listing"}, true},
 	{"TailPutUnconditioned", BreakTailCondition, "3 lanes: the enqueue's conditioned tail put", []string{"lanes", "listing"}, false},
 	{"AdmitFromAnyState", BreakAdmitAnyState, "state machine: a transition names the state it leaves", []string{"ended-final", "fencing", "bad-input"}, false},
 	{"AdmittedOutOfDue", BreakDueKeysDropped, "§3.3 an ADMITTED action is in the due index", []string{"admitted-in-due"}, false},
