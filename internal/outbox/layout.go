@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // Layout is the table layout this build creates (design.md §3.10): the
@@ -37,6 +39,7 @@ var ErrLayout = errors.New("outbox: table layout refused")
 // above Layout.
 type LayoutError struct {
 	Table     string
+	OtherKeys bool // the table's key schema is not Ferry's: no marker can be in it
 	Marker    bool // the table has a marker item (M#table)
 	Versioned bool // the marker has a layout version
 	Found     int  // the marker's layout version
@@ -47,6 +50,9 @@ func (e *LayoutError) Is(target error) bool { return target == ErrLayout }
 
 func (e *LayoutError) Error() string {
 	switch {
+	case e.OtherKeys:
+		return fmt.Sprintf("table %s is not a Ferry table: its key schema is not Ferry's (string pk and sk), so it holds no layout marker; "+
+			"this build (layout %d) writes only into a table Ferry created (ferry table create, ferry dev, the stack); see %s", e.Table, Layout, LayoutDocs)
 	case !e.Marker:
 		return fmt.Sprintf("table %s is not a Ferry table: it has no layout marker (item M#table); this build (layout %d) writes only into a table "+
 			"Ferry created (ferry table create, ferry dev, the stack); see %s", e.Table, Layout, LayoutDocs)
@@ -183,6 +189,9 @@ func (e *Engine) LayoutCheck(ctx context.Context) error {
 	out, err := e.raw.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: e.table(), Key: key(pkIdentity, skIdentity), ConsistentRead: aws.Bool(true),
 	})
+	if otherKeys(err) {
+		return &LayoutError{Table: e.cfg.Table, OtherKeys: true}
+	}
 	if err != nil {
 		return fmt.Errorf("error reading the layout of table %s: %w", e.cfg.Table, err)
 	}
@@ -197,6 +206,15 @@ func (e *Engine) LayoutCheck(ctx context.Context) error {
 	}
 	e.layout.ok.Store(true)
 	return nil
+}
+
+// otherKeys reports whether err is DynamoDB refusing the marker's key
+// because the table's key schema is another (a table that is not Ferry's,
+// e.g. one keyed by `id` alone).
+func otherKeys(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "ValidationException" &&
+		strings.Contains(api.ErrorMessage(), "key element does not match the schema")
 }
 
 // layoutOf checks the marker item it of table (nil: none).

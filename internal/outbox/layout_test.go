@@ -96,6 +96,46 @@ func TestLayoutRefusals(t *testing.T) {
 	}
 }
 
+// TestLayoutRefusesATableOfOtherKeys: a table that is not Ferry's and is
+// keyed otherwise (`id` alone, as a users table is) is refused with a
+// *LayoutError that says so, not DynamoDB's ValidationException, by every
+// path, and nothing is written.
+func TestLayoutRefusesATableOfOtherKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
+	db := ddblocal.New(ddblocal.WithClock(clk))
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("users"),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+	})
+	require.NoError(t, err)
+	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("users"), Item: map[string]types.AttributeValue{"id": avS("ann")}})
+	require.NoError(t, err)
+	before := itemsOf(t, db)
+	e := newPairEngineOn(t, db, clk, Config{Table: "users", Partitions: 2})
+	for name, call := range map[string]func() error{
+		"LayoutCheck": func() error { return e.LayoutCheck(ctx) },
+		"EnsureTable": func() error { return e.EnsureTable(ctx) },
+		"Enqueue": func() error {
+			_, err := e.Enqueue(ctx, EnqueueParams{Kind: "p", WorkspaceID: "ws", Payload: []byte(`{}`)})
+			return err
+		},
+		"PartitionsSet": func() error { return e.PartitionsSet(ctx, 4) },
+		"TableLayout":   func() error { _, err := e.TableLayout(ctx); return err },
+	} {
+		err := call()
+		var le *LayoutError
+		require.True(t, errors.As(err, &le), "%s: %v", name, err)
+		require.ErrorIs(t, err, ErrLayout, name)
+		require.Contains(t, err.Error(), "table users is not a Ferry table: its key schema is not Ferry's", name)
+		require.Contains(t, err.Error(), LayoutDocs, name)
+	}
+	require.Equal(t, before, itemsOf(t, db), "nothing written")
+}
+
 // TestMarkerWithoutIdentityGetsOneOnce: the stack's custom resource writes
 // the layout only (LayoutMarker); the first engine that needs the table's
 // identity adds it, and a second engine takes the first one's.
