@@ -145,6 +145,14 @@ func (x *exRun) pendingProvider(p *proc, part int, what string) {
 	p.ex.acc = access{{"prov", true}, {fmt.Sprintf("P#%d", part), false}}
 }
 
+// pendingStart records p's next step as its start: it reads the clock
+// (a clock step moves every key, so the two are ordered both ways) and
+// touches nothing else.
+func (x *exRun) pendingStart(p *proc) {
+	p.ex.op, p.ex.write = "start", false
+	p.ex.acc = access{{"clock", false}}
+}
+
 // answered folds a call's answer, and the clock it was read at, into p's
 // history.
 func (x *exRun) answered(p *proc, op string, out any, err error) {

@@ -22,7 +22,7 @@ func TestExhaustiveShort(t *testing.T) {
 		schedules int // at least
 	}{
 		{nil, 0, 0, 300},
-		{[]string{"hole", "erase"}, 1, 0, 1500},
+		{[]string{"hole", "erase", "held"}, 1, 0, 1500},
 	} {
 		stats, err := Explore(ExploreOptions{Worlds: c.worlds, MaxFaults: c.faults, MaxPreemptions: c.preempts})
 		require.NoError(t, err)

@@ -1,9 +1,12 @@
 // Command sim-coverage measures how much of the engine (internal/outbox)
 // the simulator reaches: it builds ferry-sim with Go's binary coverage,
-// runs a fixed seed set in every mode, and prints the statement coverage
-// of internal/outbox, by file, every function under the bar, and every
-// exported Engine method the runs never reached. `make sim-coverage` runs
-// it; docs/design.md §11 keeps the figure.
+// runs a fixed seed set in every random mode and a bounded pass of the
+// exhaustive mode (every world, at most one fault, no preemption), each
+// part into a counter directory of its own, and prints each part's
+// statement coverage of internal/outbox, then the whole's by file, every
+// function under the bar, and every exported Engine method the runs never
+// reached. `make sim-coverage` runs it; docs/design.md §11 keeps the
+// figure.
 package main
 
 import (
@@ -27,13 +30,16 @@ const (
 	engine = module + "/internal/outbox"
 )
 
-// mode is one run of ferry-sim over a seed set.
-type mode struct {
-	name  string
-	args  []string
-	seeds int
-	steps int
+// parts are the runs of ferry-sim a measure can make, by name: the random
+// modes over the seed set, and the exhaustive mode's bounded pass.
+var parts = map[string][]string{
+	"standard":      nil,
+	"repartition":   {"-repartition"},
+	"kill-enqueues": {"-kill-enqueues"},
+	"exhaustive":    {"-exhaustive"},
 }
+
+const partNames = "standard, repartition, kill-enqueues, exhaustive"
 
 func main() {
 	dir := flag.String("dir", ".cache/sim-coverage", "where the instrumented binary and its counters go (emptied first)")
@@ -41,9 +47,12 @@ func main() {
 	steps := flag.Int("steps", 1000, "steps per seed")
 	first := flag.Uint64("first", 1, "the first seed")
 	bar := flag.Float64("under", 80, "list the functions whose statement coverage is under this percentage")
-	modes := flag.String("modes", "standard,repartition,kill-enqueues", "the modes to run (comma separated: standard, repartition, kill-enqueues)")
+	modes := flag.String("modes", "standard,repartition,kill-enqueues,exhaustive", "the parts to run (comma separated: "+partNames+")")
+	exFaults := flag.Int("exhaustive-faults", 1, "the exhaustive part: faults per schedule, in every world")
+	exPreempts := flag.Int("exhaustive-preemptions", 0, "the exhaustive part: preemptions per schedule, in every world")
 	report := flag.Bool("report", false, "only report on the counters already in -dir (no build, no runs)")
 	flag.Parse()
+	parts["exhaustive"] = []string{"-exhaustive", "-faults", strconv.Itoa(*exFaults), "-preemptions", strconv.Itoa(*exPreempts)}
 	if !*report {
 		if err := measure(*dir, *first, *seeds, *steps, strings.Split(*modes, ",")); err != nil {
 			fmt.Fprintln(os.Stderr, "sim-coverage:", err)
@@ -66,14 +75,18 @@ func main() {
 // failed lists the modes whose runs found a violation.
 var failed []string
 
-// measure builds the instrumented ferry-sim into dir and runs each mode
-// with its counters written to dir/counters.
+// measure builds the instrumented ferry-sim into dir and runs each part
+// with its counters written to dir/counters/<part>.
 func measure(dir string, first uint64, seeds, steps int, modes []string) error {
+	for _, m := range modes {
+		if _, ok := parts[m]; !ok {
+			return fmt.Errorf("unknown part %q (%s)", m, partNames)
+		}
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	counters := filepath.Join(dir, "counters")
-	if err := os.MkdirAll(counters, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "counters"), 0o755); err != nil {
 		return err
 	}
 	bin := filepath.Join(dir, "ferry-sim")
@@ -83,18 +96,24 @@ func measure(dir string, first uint64, seeds, steps int, modes []string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build: %w", err)
 	}
-	known := map[string][]string{"standard": nil, "repartition": {"-repartition"}, "kill-enqueues": {"-kill-enqueues"}}
 	for _, m := range modes {
-		args, ok := known[m]
-		if !ok {
-			return fmt.Errorf("unknown mode %q (standard, repartition, kill-enqueues)", m)
+		counters := filepath.Join(dir, "counters", m)
+		if err := os.MkdirAll(counters, 0o755); err != nil {
+			return err
 		}
-		args = append(args, "-first", strconv.FormatUint(first, 10), "-seeds", strconv.Itoa(seeds), "-steps", strconv.Itoa(steps))
+		args := append([]string(nil), parts[m]...)
+		if m != "exhaustive" {
+			args = append(args, "-first", strconv.FormatUint(first, 10), "-seeds", strconv.Itoa(seeds), "-steps", strconv.Itoa(steps))
+		}
 		fmt.Fprintf(os.Stderr, "ferry-sim %s\n", strings.Join(args, " "))
 		start := time.Now()
 		run := exec.Command(bin, args...)
 		run.Env = append(os.Environ(), "GOCOVERDIR="+counters)
 		out, err := run.Output()
+		if m == "exhaustive" {
+			// Its table: schedules and worlds covered.
+			os.Stderr.Write(out)
+		}
 		if err != nil {
 			// The coverage counts all the same; the violations are
 			// printed and make the command fail at its end.
@@ -122,14 +141,40 @@ type fn struct {
 	stmts, reached int
 }
 
+// writeReport prints each part's coverage (the counter directories under
+// dir/counters), then the whole's by file; it returns how many exported
+// Engine methods no part reached.
 func writeReport(dir string, bar float64) (int, error) {
-	prof := filepath.Join(dir, "profile.txt")
-	tf := exec.Command("go", "tool", "covdata", "textfmt", "-i", filepath.Join(dir, "counters"), "-pkg", engine, "-o", prof)
-	tf.Stderr = os.Stderr
-	if err := tf.Run(); err != nil {
-		return 0, fmt.Errorf("covdata textfmt: %w", err)
+	ents, err := os.ReadDir(filepath.Join(dir, "counters"))
+	if err != nil {
+		return 0, err
 	}
-	blocks, err := readProfile(prof)
+	var dirs []string
+	fmt.Printf("%-22s %6s %8s %7s\n", "part", "stmts", "reached", "%")
+	for _, d := range ents {
+		if !d.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, "counters", d.Name())
+		dirs = append(dirs, p)
+		blocks, err := profile(p, filepath.Join(dir, "profile-"+d.Name()+".txt"))
+		if err != nil {
+			return 0, err
+		}
+		n, r := 0, 0
+		for _, b := range blocks {
+			n += b.stmts
+			if b.hit > 0 {
+				r += b.stmts
+			}
+		}
+		fmt.Printf("%-22s %6d %8d %6.1f%%\n", d.Name(), n, r, pct(r, n))
+	}
+	fmt.Println()
+	if len(dirs) == 0 {
+		return 0, fmt.Errorf("no counters in %s", filepath.Join(dir, "counters"))
+	}
+	blocks, err := profile(strings.Join(dirs, ","), filepath.Join(dir, "profile.txt"))
 	if err != nil {
 		return 0, err
 	}
@@ -157,6 +202,17 @@ func writeReport(dir string, bar float64) (int, error) {
 		}
 	}
 	return writeTable(fns, bar), nil
+}
+
+// profile writes the engine's statement profile of the counter
+// directories in (comma separated) to prof and reads it.
+func profile(in, prof string) ([]block, error) {
+	tf := exec.Command("go", "tool", "covdata", "textfmt", "-i", in, "-pkg", engine, "-o", prof)
+	tf.Stderr = os.Stderr
+	if err := tf.Run(); err != nil {
+		return nil, fmt.Errorf("covdata textfmt: %w", err)
+	}
+	return readProfile(prof)
 }
 
 func readProfile(path string) ([]block, error) {
@@ -294,6 +350,6 @@ func writeTable(fns map[string][]*fn, bar float64) int {
 	for _, x := range unreached {
 		fmt.Printf("  %s:%d %s\n", x.file, x.line, x.name)
 	}
-	fmt.Printf("\ninternal/outbox: %d of %d statements reached by the simulator: %.1f%%\n", reached, total, pct(reached, total))
+	fmt.Printf("\ninternal/outbox: %d of %d statements reached by the simulator (all parts): %.1f%%\n", reached, total, pct(reached, total))
 	return len(unreached)
 }
