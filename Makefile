@@ -146,8 +146,10 @@ sim-exhaustive: ## Every schedule of the simulator's small worlds within their b
 
 # make sim-coverage: the statement coverage of internal/outbox that the
 # simulator reaches (ferry-sim built with -cover, 60 seeds x 1,000 steps in
-# each mode; docs/design.md §11 keeps the figure), every function under
-# 80 % and every exported Engine method no run reached (it fails on one).
+# each random mode and the exhaustive mode's worlds with one fault and no
+# preemption; each part's figure and the whole's; docs/design.md §11 keeps
+# them), every function under 80 % and every exported Engine method no run
+# reached (it fails on one).
 .PHONY: sim-coverage
 sim-coverage: ## The simulator's coverage of internal/outbox: per file, functions under 80 %, exported Engine methods never reached
 	$(GO) run ./internal/sim/cmd/sim-coverage

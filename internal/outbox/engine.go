@@ -91,7 +91,7 @@ type Engine struct {
 	// db is the client every protocol calls: raw behind the layout check
 	// (layoutGate, layout.go); raw is called directly only to read the
 	// layout and to create a table.
-	db   DynamoDB
+	db   gatedDB
 	raw  DynamoDB
 	clk  clock.Clock
 	reg  *Registry

@@ -86,6 +86,26 @@ type layoutGate struct {
 	e  *Engine
 }
 
+// gatedDB is what the engine calls through its layoutGate: DynamoDB but
+// for what it never calls (BatchWriteItem, TransactGetItems) and
+// CreateTable, which EnsureTable sends on the raw client (the table has
+// no layout marker yet). A call of another operation added to the
+// engine must be added here, and so to the gate.
+type gatedDB interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+var _ gatedDB = layoutGate{}
+
 func (g layoutGate) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	if err := g.e.LayoutCheck(ctx); err != nil {
 		return nil, err
@@ -135,32 +155,11 @@ func (g layoutGate) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemI
 	return g.db.BatchGetItem(ctx, in, o...)
 }
 
-func (g layoutGate) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	if err := g.e.LayoutCheck(ctx); err != nil {
-		return nil, err
-	}
-	return g.db.BatchWriteItem(ctx, in, o...)
-}
-
 func (g layoutGate) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	if err := g.e.LayoutCheck(ctx); err != nil {
 		return nil, err
 	}
 	return g.db.TransactWriteItems(ctx, in, o...)
-}
-
-func (g layoutGate) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
-	if err := g.e.LayoutCheck(ctx); err != nil {
-		return nil, err
-	}
-	return g.db.TransactGetItems(ctx, in, o...)
-}
-
-func (g layoutGate) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	if err := g.e.LayoutCheck(ctx); err != nil {
-		return nil, err
-	}
-	return g.db.CreateTable(ctx, in, o...)
 }
 
 func (g layoutGate) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {

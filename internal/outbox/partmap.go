@@ -140,12 +140,12 @@ func (e *Engine) readPartitionMap(ctx context.Context, consistent bool) (partiti
 	return m, nil
 }
 
-// mapUpdate is a change of the partition map row: SET and REMOVE clauses
-// with their names and values.
+// mapUpdate is a change of the partition map row: its SET clauses with
+// their names and values.
 type mapUpdate struct {
-	set, remove []string
-	names       map[string]string
-	vals        map[string]types.AttributeValue
+	set   []string
+	names map[string]string
+	vals  map[string]types.AttributeValue
 }
 
 func newMapUpdate() *mapUpdate {
@@ -160,22 +160,11 @@ func (u *mapUpdate) setTo(attr string, v types.AttributeValue) *mapUpdate {
 	return u
 }
 
-// drop removes attribute attr.
-func (u *mapUpdate) drop(attr string) *mapUpdate {
-	n := strconv.Itoa(len(u.names))
-	u.names["#a"+n] = attr
-	u.remove = append(u.remove, "#a"+n)
-	return u
-}
-
 // updatePartitionMap applies u to the map row read as m, raising its
 // version: refused (ok false) when another writer changed it since.
 func (e *Engine) updatePartitionMap(ctx context.Context, m partitionMap, u *mapUpdate) (bool, error) {
 	u.setTo(attrMapVer, avN(m.v+1))
 	upd := "SET " + strings.Join(u.set, ", ")
-	if len(u.remove) > 0 {
-		upd += " REMOVE " + strings.Join(u.remove, ", ")
-	}
 	names, vals := u.names, u.vals
 	cond := "attribute_not_exists(pk)"
 	if m.found {

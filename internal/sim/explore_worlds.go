@@ -228,23 +228,25 @@ func holeWorld() *exWorld {
 }
 
 // heldWorld is a held lane member's way out (ADR 0019): a member that
-// expires behind a proposal, its relink refused (a storm of conflicts),
-// then the proposal cancelled and retention past the retention period,
-// in every order: retention deletes the held row only once no earlier
-// member of its lane is live, else lists it again.
+// expires behind a proposal and is erased, its relink refused (a storm of
+// conflicts), then the proposal cancelled and retention past the
+// retention period, in every order: retention deletes the held row (or
+// tombstone) only once no earlier member of its lane is live, else lists
+// it again.
 func heldWorld() *exWorld {
 	return &exWorld{
 		name:  "held",
-		about: "a lane of 3 behind a proposal (the 2nd expired); reaper, the proposal's cancel, clock past retention, retention",
+		about: "a lane of 3 behind a proposal (the 2nd expired, of subject s1); reaper, erasure of s1, the proposal's cancel, clock past retention, retention",
 		setup: func(w *world) {
 			setupEnqueue(
 				exTok{name: "a", kind: kindIdem, lane: "L", propose: true},
-				exTok{name: "b", kind: kindIdem, lane: "L", expiresIn: 30 * time.Second},
+				exTok{name: "b", kind: kindIdem, lane: "L", subj: "s1", expiresIn: 30 * time.Second},
 				exTok{name: "c", kind: kindIdem, lane: "L"})(w)
 			w.clk.Advance(time.Minute)
 		},
 		procs: []exProcSpec{
 			reapProc("reap"),
+			eraseProc("erase-s1", "s1"),
 			apiProc("cancel-a", "a", false),
 			clockProc(2 * time.Hour),
 			retainProc("retain"),

@@ -82,6 +82,9 @@ type schedules struct {
 	// the due index, remember it on the claim fence and read past it
 	// until the lease ends (ADR 0012 part 3).
 	strandedLane bool
+	// unprocessed: the share of a BatchGetItem's keys DynamoDB leaves
+	// unprocessed (as it does when throttled), for the engine to ask again.
+	unprocessed float64
 }
 
 // drawSchedules draws the run's schedules and applies those that shape
@@ -123,6 +126,11 @@ func (w *world) drawSchedules() {
 		// spent.
 		w.cfg.MaxAttempts = 8
 	}
+	// Drawn last: the draws above are those of the seeds before it.
+	s.unprocessed = weight(0.05, 0.5)
+	if s.unprocessed > 0 {
+		ddblocal.WithUnprocessed(s.unprocessed, w.opt.Seed)(w.db)
+	}
 	if s.skewAtBound {
 		for i, h := range w.hosts {
 			if w.opt.Broken&BreakSkewBound != 0 && i == 3 {
@@ -141,7 +149,8 @@ func (w *world) drawSchedules() {
 	for name, v := range map[string]bool{"relink_storm": s.relinkStorm > 0, "retention": s.retention, "skew_at_bound": s.skewAtBound,
 		"read_back_fail": s.readBackFail > 0, "defer_forever": s.deferForever > 0, "stale_reads": s.staleReads, "retire_race": s.retireRace,
 		"kill_every_call": s.killEvery > 0, "stale_holder": s.staleHolder > 0, "late_fence": s.lateFence > 0,
-		"stranded_lane": s.strandedLane, "hot_lane": s.hotLane > 0, "old_busy": s.oldBusy > 0, "pile_up": s.pileUp > 0, "read_heavy": s.readHeavy > 0} {
+		"stranded_lane": s.strandedLane, "hot_lane": s.hotLane > 0, "old_busy": s.oldBusy > 0, "pile_up": s.pileUp > 0, "read_heavy": s.readHeavy > 0,
+		"unprocessed": s.unprocessed > 0} {
 		if v {
 			w.res.Faults["schedule."+name]++
 		}
