@@ -97,11 +97,11 @@ func (e *Engine) journalHeldRow(ctx context.Context, p int, seq int64, expiry ti
 
 // retainHeld deals with held rows a listing (or journal item) whose expiry
 // passed names (seq -> the row's prev): a row no earlier live member needs any more is
-// deleted (with its record and evidence); the others are listed again,
-// expiring one retention period from now, before the caller deletes the
-// item that listed them.
-func (e *Engine) retainHeld(ctx context.Context, p int, held map[int64]int64, now time.Time) (int, error) {
-	if len(held) == 0 {
+// deleted (with its record and evidence); the others, and the rows keep
+// (listed, still live), are listed again, expiring one retention period
+// from now, before the caller deletes the item that listed them.
+func (e *Engine) retainHeld(ctx context.Context, p int, held map[int64]int64, keep []int64, now time.Time) (int, error) {
+	if len(held) == 0 && len(keep) == 0 {
 		return 0, nil
 	}
 	next := map[int64]int64{}
@@ -114,7 +114,6 @@ func (e *Engine) retainHeld(ctx context.Context, p int, held map[int64]int64, no
 	if err != nil {
 		return 0, err
 	}
-	var keep []int64
 	n := 0
 	for s := range held {
 		if live[s] {

@@ -90,10 +90,19 @@ func (e *Engine) sweepItem(ctx context.Context, j journalItem, now time.Time) (i
 		return 0, err
 	}
 	held := map[int64]int64{}
+	var live []int64
 	for _, seq := range j.seqs {
 		it, ok := rows[seq]
 		if ok && isHeld(it) {
 			held[seq] = getN(it, attrPrev)
+			continue
+		}
+		if j.held && ok && !State(getS(it, attrState)).Ended() {
+			// Listed by its ender before its end (lanehold.go), which
+			// has not landed: the ender paused longer than the
+			// retention period, or died and the row is claimed again.
+			// It may yet be held: listed again.
+			live = append(live, seq)
 			continue
 		}
 		if !ok || !State(getS(it, attrState)).Ended() || getN(it, attrTTL) > now.Unix() {
@@ -110,7 +119,7 @@ func (e *Engine) sweepItem(ctx context.Context, j journalItem, now time.Time) (i
 			n++
 		}
 	}
-	m, err := e.retainHeld(ctx, p, held, now)
+	m, err := e.retainHeld(ctx, p, held, live, now)
 	n += m
 	if err != nil {
 		return n, err
@@ -300,7 +309,7 @@ func (e *Engine) trimJournalItem(ctx context.Context, j journalItem, take []int6
 	// A held row is listed under H# (lanehold.go), which trimming does
 	// not read; one met here all the same is not trimmed blindly: only
 	// once its lane no longer needs it, else it is listed again.
-	m, err := e.retainHeld(ctx, j.p, held, e.clk.Now())
+	m, err := e.retainHeld(ctx, j.p, held, nil, e.clk.Now())
 	n += m
 	if err != nil {
 		return n, err

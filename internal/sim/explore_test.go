@@ -66,3 +66,20 @@ func TestExhaustiveFindsTheChainCut(t *testing.T) {
 	// The real engine holds the member: the same schedule breaks nothing.
 	require.False(t, ReplaySchedule("hole", 0, v.Schedule).Failed())
 }
+
+// TestHeldListingOutlivesAPausedEnder replays the schedule of world hole
+// that the exhaustive mode found once retention ran past its clock step:
+// the reaper lists a member it is about to hold (H#), pauses past the
+// retention period before its end, and retention meets the listing with
+// the row still live. It deleted the listing, and the held end that
+// landed after it was listed nowhere, kept for good (retention-journal);
+// now retention lists the live row again.
+func TestHeldListingOutlivesAPausedEnder(t *testing.T) {
+	const schedule = "0,0,0,0,0,0,0,0,0,0,0,0s,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,2,2,2,2,2,2,2,0,0,3,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4"
+	r := ReplaySchedule("hole", 0, schedule)
+	for _, v := range r.Violations {
+		t.Errorf("%s", v)
+	}
+	require.Contains(t, string(r.Trace), "retain         > DeleteItem P#0/H#", "retention met the listing")
+	require.Contains(t, string(r.Trace), "reap: uncertain 0 exhausted 0 expired 1", "the reaper's end landed after it")
+}
