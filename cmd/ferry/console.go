@@ -131,14 +131,7 @@ func whereWords(t operator.Target) string {
 // configuration as the table (region, profile; AWS_ENDPOINT_URL_CLOUDWATCH
 // names another endpoint).
 func cloudWatchMetrics(ctx context.Context, t operator.Target, stack string) (console.Metrics, error) {
-	var opts []func(*config.LoadOptions) error
-	if t.Region != "" {
-		opts = append(opts, config.WithRegion(t.Region))
-	}
-	if t.Profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(t.Profile))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := config.LoadDefaultConfig(ctx, operator.LoadOptions(t)...)
 	if err != nil {
 		return nil, &operator.Error{Code: operator.ExitUsage, Err: fmt.Errorf("error loading the AWS configuration for CloudWatch: %w", err)}
 	}

@@ -42,14 +42,7 @@ type Target struct {
 // anywhere (a local DynamoDB) gets placeholder ones, which local DynamoDBs
 // accept.
 func Client(ctx context.Context, t Target) (*dynamodb.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if t.Region != "" {
-		opts = append(opts, config.WithRegion(t.Region))
-	}
-	if t.Profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(t.Profile))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := config.LoadDefaultConfig(ctx, LoadOptions(t)...)
 	if err != nil {
 		return nil, &Error{Code: ExitUsage, Err: fmt.Errorf("error loading the AWS configuration (--profile %q): %w", t.Profile, err)}
 	}
@@ -198,4 +191,18 @@ func (s *Session) confirm(question string) error {
 		return nil
 	}
 	return fail(ExitNotConfirmed, "%s: not confirmed", question)
+}
+
+// LoadOptions are the AWS configuration options of t (its region and
+// profile, when set): the table's client and any other client of the same
+// account (the console's CloudWatch) load them alike.
+func LoadOptions(t Target) []func(*config.LoadOptions) error {
+	var opts []func(*config.LoadOptions) error
+	if t.Region != "" {
+		opts = append(opts, config.WithRegion(t.Region))
+	}
+	if t.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(t.Profile))
+	}
+	return opts
 }
